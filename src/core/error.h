@@ -1,0 +1,28 @@
+// The one error type of kiln. Library code throws kiln::Error for every user error (bad shapes, dtypes,
+// indices, arity, malformed files); only the CLI turns it into a message and an exit code.
+#pragma once
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(std::string msg) : std::runtime_error(std::move(msg)) {}
+};
+
+template <class... A>
+[[noreturn]] void fail(fmt::format_string<A...> f, A&&... a) {
+  throw Error(fmt::format(f, std::forward<A>(a)...));
+}
+
+}  // namespace kiln
+
+// KILN_CHECK(cond, fmt, args...): throws kiln::Error with the formatted message when cond is false.
+#define KILN_CHECK(cond, ...) \
+  do {                        \
+    if (!(cond)) ::kiln::fail(__VA_ARGS__); \
+  } while (0)

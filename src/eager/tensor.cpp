@@ -1,0 +1,274 @@
+// Tensor handles: factories, metadata queries, element access, printing, and the autograd accessors.
+#include "eager/tensor.h"
+
+#include <cmath>
+
+#include "eager/autograd.h"
+#include "ops/api.h"
+
+namespace kiln {
+
+TensorImpl::TensorImpl() = default;
+TensorImpl::~TensorImpl() = default;
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape st(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+int64_t shape_numel(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+std::string shape_str(const Shape& sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op) {
+  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1, like PyTorch
+  KILN_CHECK(dim >= -n && dim < n, "{}: dimension {} is out of range for a tensor of {} dimensions (valid: {} to {})",
+             op, dim, ndim, -n, n - 1);
+  return dim < 0 ? dim + n : dim;
+}
+
+Tensor Tensor::empty(const Shape& sizes, DType dtype, Device device) {
+  return empty_strided(sizes, contiguous_strides(sizes), dtype, device);
+}
+
+Tensor Tensor::empty_strided(const Shape& sizes, const Shape& strides, DType dtype, Device device) {
+  KILN_CHECK(sizes.size() == strides.size(), "empty_strided: {} sizes but {} strides", sizes.size(), strides.size());
+  int64_t extent = 1;  // elements needed to hold the largest index
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    KILN_CHECK(sizes[i] >= 0, "negative dimension {} in shape {}", sizes[i], shape_str(sizes));
+    if (sizes[i] == 0) { extent = 0; break; }
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  KILN_CHECK(extent < (int64_t(1) << 40), "shape {} of {} is too large to allocate", shape_str(sizes), dtype_name(dtype));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::allocate(extent * dtype_size(dtype), device);
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dtype;
+  impl->device = device;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::meta(const TensorMeta& m) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = m.sizes;
+  impl->strides = m.strides.size() == m.sizes.size() ? m.strides : contiguous_strides(m.sizes);
+  impl->dtype = m.dtype;
+  impl->device = m.device;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::scalar(Scalar v, DType dtype) {
+  Tensor t = empty({}, dtype);
+  KILN_DISPATCH_ALL(dtype, [&](auto z) {
+    using T = decltype(z);
+    if constexpr (std::is_same_v<T, bool>) *t.data<T>() = v.to_bool();
+    else if constexpr (std::is_integral_v<T>) *t.data<T>() = T(v.to_int());
+    else if constexpr (std::is_same_v<T, double>) *t.data<T>() = v.to_double();
+    else *t.data<T>() = T(float(v.to_double()));
+  });
+  return t;
+}
+
+Tensor Tensor::wrapped_number(Scalar v) {
+  Tensor t = scalar(v, v.dtype());
+  t.impl_->wrapped_number = true;
+  return t;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[size_t(wrap_dim(d, dim(), "size"))]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[size_t(wrap_dim(d, dim(), "stride"))]; }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = sizes().size(); i-- > 0;) {
+    if (sizes()[i] == 1) continue;
+    if (sizes()[i] == 0) return true;
+    if (strides()[i] != expected) return false;
+    expected *= sizes()[i];
+  }
+  return true;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined";
+  return fmt::format("{}{}", dtype_name(dtype()), shape_str(sizes()));
+}
+
+void* Tensor::data_ptr() const {
+  KILN_CHECK(!is_meta(), "tensor {} has no data (it is a meta tensor)", str());
+  return static_cast<char*>(storage()->data()) + offset() * dtype_size(dtype());
+}
+
+namespace {
+// Element `linear` (row-major over sizes) of `t`, honouring strides.
+double element_as_double(const Tensor& t, int64_t linear) {
+  int64_t off = 0;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    int64_t s = t.sizes()[d];
+    off += (linear % s) * t.strides()[d];
+    linear /= s;
+  }
+  return KILN_DISPATCH_ALL(t.dtype(), [&](auto z) {
+    using T = decltype(z);
+    return double(static_cast<const T*>(t.data_ptr())[off]);
+  });
+}
+}  // namespace
+
+Scalar Tensor::item() const {
+  KILN_CHECK(numel() == 1, "item(): a tensor with {} elements cannot be converted to a number", numel());
+  Tensor t = *this;
+  return KILN_DISPATCH_ALL(dtype(), [&](auto z) -> Scalar {
+    using T = decltype(z);
+    T v = *static_cast<const T*>(t.data_ptr());
+    if constexpr (std::is_same_v<T, bool>) return Scalar(v);
+    else if constexpr (std::is_integral_v<T>) return Scalar(int64_t(v));
+    else return Scalar(double(v));
+  });
+}
+
+std::vector<double> Tensor::to_double_vector() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) out[size_t(i)] = element_as_double(*this, i);
+  return out;
+}
+
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.storage();
+  impl->offset = offset;
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->dtype = base.dtype();
+  impl->device = base.device();
+  impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+// ---------------------------------------------------------------- autograd accessors
+bool Tensor::requires_grad() const { return impl_->autograd && impl_->autograd->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool r) {
+  KILN_CHECK(!grad_fn(), "set_requires_grad: only leaf tensors can be set; {} was computed by {} (use detach() first)",
+             str(), grad_fn()->name());
+  KILN_CHECK(!r || is_floating(dtype()), "set_requires_grad: only floating-point tensors can require gradients, not {}", str());
+  autograd_meta(*this).requires_grad = r;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
+void Tensor::set_grad(const Tensor& g) { autograd_meta(*this).grad = g; }
+
+const std::shared_ptr<Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<Node> none;
+  return impl_->autograd ? impl_->autograd->grad_fn : none;
+}
+
+bool Tensor::is_leaf() const { return !grad_fn(); }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  Tensor g = gradient;
+  if (!g.defined()) {
+    KILN_CHECK(numel() == 1, "backward: a gradient can be created implicitly only for single-element outputs, "
+               "but this output is {}; pass a gradient of the same shape", str());
+    g = ones_like(*this);
+  }
+  run_backward({*this}, {g}, retain_graph, create_graph);
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage();
+  impl->offset = offset();
+  impl->sizes = sizes();
+  impl->strides = strides();
+  impl->dtype = dtype();
+  impl->device = device();
+  impl->wrapped_number = impl_->wrapped_number;
+  impl->view_base = impl_->view_base ? impl_->view_base : impl_;
+  return Tensor(std::move(impl));
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  KILN_CHECK(requires_grad(), "register_hook: {} does not require grad, so no gradient will reach the hook", str());
+  if (auto fn = grad_fn()) {
+    uint32_t nr = impl_->autograd->output_nr;
+    if (fn->pre_hooks.size() <= nr) fn->pre_hooks.resize(nr + 1);
+    fn->pre_hooks[nr].push_back(std::move(hook));
+  } else {
+    impl_->autograd->leaf_hooks.push_back(std::move(hook));
+  }
+}
+
+void Tensor::retain_grad() const {
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  if (impl_->autograd->retains_grad) return;
+  impl_->autograd->retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_;
+  register_hook([weak](const Tensor& g) {
+    if (auto impl = weak.lock()) {
+      Tensor self(impl);
+      Tensor prev = self.grad();
+      self.set_grad(prev.defined() ? add(prev, g) : clone(g));
+    }
+    return Tensor();
+  });
+}
+
+// ---------------------------------------------------------------- grad mode
+namespace {
+thread_local bool g_grad_mode = true;
+}
+bool grad_mode_enabled() { return g_grad_mode; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_mode) { g_grad_mode = false; }
+NoGradGuard::~NoGradGuard() { g_grad_mode = prev_; }
+EnableGradGuard::EnableGradGuard(bool enabled) : prev_(g_grad_mode) { g_grad_mode = enabled; }
+EnableGradGuard::~EnableGradGuard() { g_grad_mode = prev_; }
+
+// ---------------------------------------------------------------- printing
+std::string format_tensor(const Tensor& t, int max_elements) {
+  if (!t.defined()) return "undefined";
+  std::string out = t.str();
+  if (t.is_meta()) return out + " (meta)";
+  int64_t n = t.numel();
+  out += " = ";
+  if (n == 0) return out + "[]";
+  // Nested brackets, row-major; elided after max_elements.
+  std::vector<int64_t> idx(size_t(t.dim()), 0);
+  std::string body;
+  int64_t shown = std::min<int64_t>(n, max_elements);
+  bool is_float = is_floating(t.dtype());
+  for (int64_t i = 0; i < shown; ++i) {
+    int64_t rem = i, opens = 0;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) {
+      int64_t s = t.sizes()[d];
+      if (rem % s == 0) ++opens; else break;
+      rem /= s;
+    }
+    if (i > 0) {
+      // close the dims that ended at i-1
+      body += std::string(size_t(opens), ']');
+      body += opens ? ",\n  " + std::string(size_t(t.dim() - opens), ' ') : ", ";
+    }
+    body += std::string(size_t(i == 0 ? t.dim() : opens), '[');
+    double v = element_as_double(t, i);
+    if (t.dtype() == DType::Bool) body += v != 0 ? "True" : "False";
+    else if (is_float) body += fmt::format("{:.6g}", v);
+    else body += fmt::format("{}", int64_t(v));
+  }
+  if (shown < n) body += fmt::format(", ... ({} more)", n - shown);
+  body += std::string(size_t(t.dim()), ']');
+  return out + body;
+}
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// Helpers shared by the op families: type promotion (torch.result_type), shape-inference shorthands, and
+// the small patterns VJPs repeat.
+#pragma once
+#include <initializer_list>
+
+#include "ops/api.h"
+#include "ops/dispatch.h"
+
+namespace kiln {
+
+// torch.result_type over tensors (wrapped numbers and 0-dim tensors take lower priority).
+DType result_type(std::initializer_list<Tensor> tensors);
+DType result_type(const std::vector<Tensor>& tensors);
+
+// torch.can_cast: whether an in-place op may store a `from` result into a `to` tensor.
+bool can_cast_to(DType from, DType to);
+
+// A contiguous meta of `sizes` and `dtype` (what most infer functions return).
+inline TensorMeta contiguous_meta(const Shape& sizes, DType dtype, Device device = {}) {
+  return TensorMeta{dtype, sizes, contiguous_strides(sizes), device};
+}
+
+// Output dtype of a float-valued op (exp, sin, div, ...): floats keep theirs, integers and bool become f32.
+inline DType float_result(DType in) { return is_floating(in) ? in : kDefaultFloat; }
+
+// Normalised, de-duplicated reduction dims (empty `dims` means all dims when `empty_means_all`).
+std::vector<int64_t> reduction_dims(const std::optional<IntList>& dims, int64_t ndim, std::string_view op,
+                                    bool empty_means_all = true);
+// Shape after reducing `dims` of `sizes` (keeping them as size 1 when keepdim).
+Shape reduced_shape(const Shape& sizes, const std::vector<int64_t>& dims, bool keepdim);
+
+// Undefined unless `needed` (VJPs skip work for inputs that need no gradient).
+template <class F>
+Tensor if_needed(bool needed, F f) { return needed ? f() : Tensor(); }
+
+}  // namespace kiln

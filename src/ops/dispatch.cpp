@@ -1,0 +1,177 @@
+// The dispatcher: argument binding against the schema, the meta path (shape inference), the eager path
+// (kernel or decomposition) and the hand-off to autograd.
+#include "ops/dispatch.h"
+
+#include "eager/autograd.h"
+
+namespace kiln {
+
+namespace {
+
+std::string_view type_word(const IValue& v) {
+  if (v.is_none()) return "None";
+  if (v.is_tensor()) return "Tensor";
+  if (v.is_tensor_list()) return "Tensor[]";
+  if (v.is_scalar()) return v.scalar().is_float() ? "float" : v.scalar().is_int() ? "int" : "bool";
+  if (v.is_int_list()) return "int[]";
+  if (v.is_dtype()) return "dtype";
+  return "str";
+}
+
+[[noreturn]] void bad_arg(const OpInfo& op, const ArgSpec& a, const IValue& v, std::string_view expected) {
+  fail("{}(): argument '{}' must be {}, but got {} {} (schema: {})", op.name, a.name, expected, type_word(v), v.str(),
+       op.schema.str());
+}
+
+IValue convert_arg(const OpInfo& op, const ArgSpec& a, IValue v) {
+  bool none = v.is_none() || (v.is_tensor() && !v.tensor().defined());
+  if (none) {
+    if (a.optional) return IValue();
+    bad_arg(op, a, v, "given (it is not optional)");
+  }
+  switch (a.type) {
+    case ArgType::Tensor:
+      if (v.is_tensor()) return v;
+      if (v.is_scalar()) return IValue(Tensor::wrapped_number(v.scalar()));
+      bad_arg(op, a, v, "a Tensor or a number");
+    case ArgType::TensorList:
+      if (!v.is_tensor_list()) bad_arg(op, a, v, "a list of Tensors");
+      for (const Tensor& t : v.tensor_list())
+        KILN_CHECK(t.defined(), "{}(): argument '{}' holds an undefined tensor", op.name, a.name);
+      return v;
+    case ArgType::OptTensorList:
+      if (!v.is_tensor_list()) bad_arg(op, a, v, "a list of optional Tensors");
+      return v;
+    case ArgType::Scalar:
+      if (!v.is_scalar()) bad_arg(op, a, v, "a number");
+      return v;
+    case ArgType::Int:
+      if (!v.is_scalar() || v.scalar().is_float()) bad_arg(op, a, v, "an int");
+      return IValue(v.scalar().to_int());
+    case ArgType::Float:
+      if (!v.is_scalar()) bad_arg(op, a, v, "a float");
+      return IValue(v.scalar().to_double());
+    case ArgType::Bool:
+      if (!v.is_scalar() || v.scalar().is_float()) bad_arg(op, a, v, "a bool");
+      return IValue(v.scalar().to_bool());
+    case ArgType::IntList:
+      if (v.is_int_list()) return v;
+      if (v.is_scalar() && !v.scalar().is_float()) return IValue(IntList{v.scalar().to_int()});
+      bad_arg(op, a, v, "a list of ints");
+    case ArgType::DType:
+      if (v.is_dtype()) return v;
+      if (v.is_string()) {
+        if (auto dt = dtype_from_name(v.string())) return IValue(*dt);
+      }
+      bad_arg(op, a, v, "a dtype (f32, f64, f16, bf16, i64, i32, i16, i8, u8, bool)");
+    case ArgType::Str:
+      if (!v.is_string()) bad_arg(op, a, v, "a string");
+      return v;
+  }
+  return v;
+}
+
+}  // namespace
+
+OpCall bind_args(const OpInfo& op, std::vector<IValue> positional, const std::map<std::string, IValue>& kwargs) {
+  const Schema& s = op.schema;
+  KILN_CHECK(positional.size() <= s.args.size(), "{}() takes at most {} arguments but {} were given (schema: {})",
+             op.name, s.args.size(), positional.size(), s.str());
+  OpCall call;
+  call.op = &op;
+  call.args.resize(s.args.size());
+  std::vector<bool> given(s.args.size(), false);
+  for (size_t i = 0; i < positional.size(); ++i) {
+    call.args[i] = std::move(positional[i]);
+    given[i] = true;
+  }
+  for (const auto& [name, value] : kwargs) {
+    int i = s.arg_index(name);
+    KILN_CHECK(i >= 0, "{}() got an unexpected argument '{}' (schema: {})", op.name, name, s.str());
+    KILN_CHECK(!given[size_t(i)], "{}() got argument '{}' twice", op.name, name);
+    call.args[size_t(i)] = value;
+    given[size_t(i)] = true;
+  }
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (!given[i]) {
+      KILN_CHECK(s.args[i].default_value.has_value(), "{}() is missing required argument '{}' (schema: {})", op.name,
+                 s.args[i].name, s.str());
+      call.args[i] = *s.args[i].default_value;
+    }
+    call.args[i] = convert_arg(op, s.args[i], std::move(call.args[i]));
+  }
+  return call;
+}
+
+std::vector<TensorMeta> infer_meta(const OpCall& call) {
+  const OpInfo& op = *call.op;
+  if (op.infer) return op.infer(call);
+  if (op.decomp) {
+    NoGradGuard no_grad;
+    std::vector<TensorMeta> metas;
+    for (const Tensor& t : op.decomp(call)) metas.push_back(t.meta());
+    return metas;
+  }
+  fail("{}: shape inference is not available (the op has neither an infer function nor a decomposition)", op.name);
+}
+
+std::vector<Tensor> alloc_outputs(const OpCall& call) {
+  std::vector<Tensor> outs;
+  for (const TensorMeta& m : infer_meta(call)) outs.push_back(Tensor::empty(m.sizes, m.dtype, m.device));
+  return outs;
+}
+
+std::vector<Tensor> dispatch(const OpCall& call) {
+  const OpInfo& op = *call.op;
+  if (call.any_meta()) {
+    std::vector<Tensor> outs;
+    for (const TensorMeta& m : infer_meta(call)) outs.push_back(Tensor::meta(m));
+    return outs;
+  }
+  bool needs_grad = false;
+  if (grad_mode_enabled() && op.differentiable) {
+    for (const Tensor& t : call.flat_tensors())
+      if (t.defined() && t.requires_grad()) needs_grad = true;
+  }
+  if (op.is_inplace()) {
+    KILN_CHECK(op.kernel, "{}: no eager kernel registered", op.name);
+    if (needs_grad) return run_inplace_recorded(call);
+    std::vector<Tensor> outs;
+    {
+      NoGradGuard no_grad;
+      outs = op.kernel(call);
+    }
+    call.tensor(0).storage()->bump_version();
+    return outs;
+  }
+  if (op.kernel && (!needs_grad || op.vjp)) {
+    std::vector<Tensor> outs;
+    {
+      NoGradGuard no_grad;
+      outs = op.kernel(call);
+    }
+    if (needs_grad) record_op(call, outs);
+    return outs;
+  }
+  if (op.decomp) return op.decomp(call);  // autograd flows through the decomposition's ops
+  if (op.kernel) fail("{}: cannot differentiate: the op has no VJP and no decomposition", op.name);
+  fail("{}: no eager kernel is registered for this op", op.name);
+}
+
+std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional) {
+  return dispatch(bind_args(op_info(id), std::move(positional)));
+}
+
+Tensor call_op1(OpId id, std::vector<IValue> positional) {
+  std::vector<Tensor> outs = call_op(id, std::move(positional));
+  return outs.at(0);
+}
+
+std::vector<Tensor> call_op_named(std::string_view name, std::vector<IValue> positional,
+                                  const std::map<std::string, IValue>& kwargs) {
+  const OpInfo* op = find_op(name);
+  KILN_CHECK(op, "unknown op '{}' (run `kiln ops` for the list)", name);
+  return dispatch(bind_args(*op, std::move(positional), kwargs));
+}
+
+}  // namespace kiln

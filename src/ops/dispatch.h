@@ -1,0 +1,29 @@
+// The dispatcher: normalises arguments against an op's schema, runs the eager kernel (or the decomposition),
+// answers shape inference for meta tensors, and records autograd history. Every op call goes through here.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ops/op_info.h"
+
+namespace kiln {
+
+// Binds positional and keyword arguments to the schema: checks arity and types, fills defaults, wraps
+// numbers given for Tensor arguments. Throws kiln::Error naming the op and the argument.
+OpCall bind_args(const OpInfo& op, std::vector<IValue> positional, const std::map<std::string, IValue>& kwargs = {});
+
+std::vector<Tensor> dispatch(const OpCall& call);
+std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional);
+Tensor call_op1(OpId id, std::vector<IValue> positional);  // single-output ops
+// By name (as in .kir files and the golden manifests): `call_op_named("add", {a, b}, {{"alpha", 2}})`.
+std::vector<Tensor> call_op_named(std::string_view name, std::vector<IValue> positional,
+                                  const std::map<std::string, IValue>& kwargs = {});
+
+// Output metas of a call whose tensors may be meta (the registered infer function, else the decomposition
+// traced on meta tensors).
+std::vector<TensorMeta> infer_meta(const OpCall& call);
+// Allocates contiguous outputs for `call` from its infer function (kernels use this).
+std::vector<Tensor> alloc_outputs(const OpCall& call);
+
+}  // namespace kiln

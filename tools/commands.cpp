@@ -1,0 +1,89 @@
+// Subcommand table of the CLI: `kiln ops` (the op table and what each row has) and `kiln demo` (a small model
+// computed eagerly with its gradients).
+#include "tools/commands.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+#include "eager/autograd.h"
+#include "ops/api.h"
+#include "ops/op_info.h"
+#include "eager/philox.h"
+
+namespace kiln::cli {
+namespace {
+
+std::map<std::string, std::function<int()>>& runners() {
+  static std::map<std::string, std::function<int()>> r;
+  return r;
+}
+
+int run_ops(bool missing_only) {
+  fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<8}  {}\n", "op", "kind", "diff", "eager", "vjp", "decomp",
+             "lowering", "schema");
+  int counts[5] = {};
+  for (const OpInfo& op : all_ops()) {
+    bool has[5] = {op.kernel != nullptr, op.vjp != nullptr, op.decomp != nullptr, op.lowering != nullptr, true};
+    for (int i = 0; i < 4; ++i) counts[i] += has[i];
+    bool incomplete = (!op.kernel && !op.decomp) || (op.differentiable && !op.vjp && !op.decomp) ||
+                      (op.kind == OpKind::Composite && !op.decomp);
+    if (missing_only && !incomplete) continue;
+    auto mark = [](bool b) { return b ? "yes" : "-"; };
+    fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<8}  {}\n", op.name, op_kind_name(op.kind),
+               op.differentiable ? "yes" : "no", mark(has[0]), mark(has[1]), mark(has[2]), mark(has[3]),
+               op.schema.str());
+  }
+  fmt::print("\n{} ops: {} with an eager kernel, {} with a VJP, {} with a decomposition, {} with a lowering\n",
+             all_ops().size(), counts[0], counts[1], counts[2], counts[3]);
+  return 0;
+}
+
+// A two-layer MLP with a cross-entropy loss, run eagerly; prints the loss and every parameter's gradient.
+int run_demo() {
+  manual_seed(0);
+  Tensor x = randn({4, 3});
+  Tensor target = Tensor::from_vector<int64_t>({0, 2, 1, 2}, {4});
+  Tensor w1 = mul(randn({5, 3}), 0.5).detach().set_requires_grad(true);
+  Tensor b1 = zeros({5}).set_requires_grad(true);
+  Tensor w2 = mul(randn({3, 5}), 0.5).detach().set_requires_grad(true);
+  Tensor b2 = zeros({3}).set_requires_grad(true);
+  Tensor h = relu(linear(x, w1, b1));
+  Tensor logits = linear(h, w2, b2);
+  Tensor loss = cross_entropy(logits, target);
+  loss.backward();
+  fmt::print("kiln {} demo: loss = cross_entropy(linear(relu(linear(x, w1, b1)), w2, b2), target), eager\n\n", KILN_VERSION);
+  fmt::print("x      {}\n", format_tensor(x));
+  fmt::print("target {}\n", format_tensor(target));
+  fmt::print("logits {}\n", format_tensor(logits));
+  fmt::print("loss   {}\n\n", format_tensor(loss));
+  fmt::print("grad w1 {}\n", format_tensor(w1.grad()));
+  fmt::print("grad b1 {}\n", format_tensor(b1.grad()));
+  fmt::print("grad w2 {}\n", format_tensor(w2.grad()));
+  fmt::print("grad b2 {}\n", format_tensor(b2.grad()));
+  return 0;
+}
+
+}  // namespace
+
+void add_commands(CLI::App& app) {
+  auto* ops = app.add_subcommand("ops", "print the op table: per op, whether it has an eager kernel, a VJP, a "
+                                        "decomposition and a lowering");
+  static bool missing_only = false;
+  ops->add_flag("--missing", missing_only, "list only ops that lack something they need");
+  runners()["ops"] = [] { return run_ops(missing_only); };
+
+  app.add_subcommand("demo", "run a small MLP with a cross-entropy loss eagerly and print its gradients");
+  runners()["demo"] = [] { return run_demo(); };
+}
+
+int run_selected(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands()) {
+    auto it = runners().find(sub->get_name());
+    if (it != runners().end()) return it->second();
+  }
+  return 0;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,38 @@
+// The kiln command-line tool: one binary, one subcommand per job. Library code throws kiln::Error; this file
+// alone turns errors into a message on stderr and a non-zero exit code.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "core/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln: a compact torch.compile stack with first-class troubleshooting tools"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "print the version and git hash");
+  kiln::cli::add_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (version) {
+      std::printf("kiln %s (git %s)\n", KILN_VERSION, KILN_GIT_HASH);
+      return 0;
+    }
+    if (app.get_subcommands().empty()) {
+      std::cout << app.help();
+      return 0;
+    }
+    return kiln::cli::run_selected(app);
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
+    return 3;
+  }
+}
