@@ -1,5 +1,6 @@
-// Subcommand table of the CLI: `kiln ops` (the op table and what each row has) and `kiln demo` (a small model
-// computed eagerly with its gradients).
+// Subcommand table of the CLI: `kiln ops` (the op table and what each row has), `kiln demo` (a small model
+// computed eagerly with its gradients), the graph commands of tools/cmd_graph.cpp (`verify`, `fmt`, `run`),
+// and the top-level `--help-options` / `--help-options-md` (the options table as text or Markdown).
 #include "tools/commands.h"
 
 #include <fmt/format.h>
@@ -7,16 +8,18 @@
 #include <functional>
 #include <map>
 
+#include "core/options.h"
 #include "eager/autograd.h"
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "eager/philox.h"
+#include "tools/cmd_graph.h"
 
 namespace kiln::cli {
 namespace {
 
-std::map<std::string, std::function<int()>>& runners() {
-  static std::map<std::string, std::function<int()>> r;
+std::map<std::string, Runner>& runners() {
+  static std::map<std::string, Runner> r;
   return r;
 }
 
@@ -68,6 +71,17 @@ int run_demo() {
 }  // namespace
 
 void add_commands(CLI::App& app) {
+  app.parse_complete_callback([] { load_options(); });
+  // Printed while parsing; CLI::Success ends the program with exit code 0.
+  app.add_flag_callback("--help-options", [] {
+    fmt::print("{}", options_help_text());
+    throw CLI::Success();
+  }, "print the options table (KILN_* environment variables) and the log channels");
+  app.add_flag_callback("--help-options-md", [] {
+    fmt::print("{}", options_markdown());
+    throw CLI::Success();
+  }, "print the options table as Markdown (docs/options.md is this output)");
+
   auto* ops = app.add_subcommand("ops", "print the op table: per op, whether it has an eager kernel, a VJP, a "
                                         "decomposition and a lowering");
   static bool missing_only = false;
@@ -76,6 +90,8 @@ void add_commands(CLI::App& app) {
 
   app.add_subcommand("demo", "run a small MLP with a cross-entropy loss eagerly and print its gradients");
   runners()["demo"] = [] { return run_demo(); };
+
+  add_graph_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

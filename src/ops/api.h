@@ -176,6 +176,16 @@ Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, Int
 Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = {0, 0},
                   bool ceil_mode = false, bool count_include_pad = true, OptInt divisor_override = std::nullopt);
 
+// backward helpers of conv2d and the pools (first-order only; their VJPs call them)
+Tensor conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, IntList input_size, IntList stride,
+                             IntList padding, IntList dilation, int64_t groups);
+Tensor conv2d_backward_weight(const Tensor& grad_output, const Tensor& input, IntList weight_size, IntList stride,
+                              IntList padding, IntList dilation, int64_t groups);
+Tensor max_pool2d_backward(const Tensor& grad_output, const Tensor& x, IntList kernel_size, IntList stride,
+                           IntList padding, IntList dilation, bool ceil_mode);
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& x, IntList kernel_size, IntList stride,
+                           IntList padding, bool ceil_mode, bool count_include_pad, OptInt divisor_override);
+
 // in-place (return their first argument)
 Tensor add_(const Tensor& self, const IValue& other, Scalar alpha = 1);
 Tensor mul_(const Tensor& self, const IValue& other);

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs every Debian package kiln needs to build, test and benchmark (idempotent: a no-op when present).
+set -euo pipefail
+packages=(build-essential cmake ninja-build git pkg-config
+          llvm-19-dev clang-19 libclang-rt-19-dev
+          libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+          libopenblas-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -eq 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,20 @@
+// Runs a piece of work in a forked child so that a crash, an abort or a hang is a result rather than the end
+// of the calling tool (decision 8). The child reports a short text back through a pipe.
+#pragma once
+#include <functional>
+#include <string>
+
+namespace kiln {
+
+struct IsolatedResult {
+  enum class Kind { Ok, Error, Crash, Hang } kind = Kind::Ok;
+  std::string payload;  // Ok: what the body returned; Error: the kiln::Error message; Crash: the signal name
+  int signal = 0;
+};
+
+// Forks; the child runs `body` and sends its return value (or the message of a thrown exception) back.
+// A child killed by a signal is a Crash; one still running after `timeout_s` is killed and reported as a Hang.
+// The child computes on one thread (OpenMP and OpenBLAS thread pools do not survive fork()).
+IsolatedResult run_isolated(const std::function<std::string()>& body, double timeout_s);
+
+}  // namespace kiln

@@ -1,0 +1,172 @@
+// Repro file printing and parsing. The header is line-oriented `key: value`; strings that may hold newlines
+// (the failure message) are JSON-quoted. Everything after the header is the graph in .kir text.
+#include "repro/repro.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "graph/text.h"
+
+namespace kiln {
+
+std::string normalize_failure_message(const std::string& msg) {
+  static const std::regex names(R"(%[A-Za-z_][A-Za-z0-9_.]*)"), numbers(R"([-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?)");
+  std::string s = std::regex_replace(msg, names, "%_");
+  s = std::regex_replace(s, numbers, "N");
+  return s;
+}
+
+bool same_failure(const FailureSignature& expected, const FailureSignature& actual) {
+  if (expected.kind != actual.kind) return false;
+  if (expected.kind == "compile_error" || expected.kind == "runtime_error")
+    return normalize_failure_message(expected.message) == normalize_failure_message(actual.message);
+  return true;  // crash, hang and accuracy failures match by kind
+}
+
+void write_file_atomic(const std::string& path, const std::string& contents) {
+  std::filesystem::path p(path);
+  std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    KILN_CHECK(f.good(), "cannot write {}: {}", tmp, std::strerror(errno));
+    f << contents;
+    f.flush();
+    KILN_CHECK(f.good(), "writing {} failed: {}", tmp, std::strerror(errno));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    fail("cannot move {} into place as {}: {}", tmp, path, ec.message());
+  }
+}
+
+std::string content_hash_of_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  KILN_CHECK(f.good(), "cannot read {}", path);
+  uint64_t h = 0xcbf29ce484222325ull;
+  char buf[65536];
+  while (f) {
+    f.read(buf, sizeof buf);
+    for (std::streamsize i = 0; i < f.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ull;
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+ReproFile make_repro(const graph::Graph& g) {
+  ReproFile r;
+  r.kiln_version = KILN_VERSION;
+  r.git_hash = KILN_GIT_HASH;
+#if defined(__clang__)
+  r.toolchain = fmt::format("clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
+#elif defined(__GNUC__)
+  r.toolchain = fmt::format("gcc {}.{}.{}", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__);
+#endif
+  r.device = fmt::format("cpu ({} hardware threads)", std::max(1l, sysconf(_SC_NPROCESSORS_ONLN)));
+  r.graph = g;
+  return r;
+}
+
+std::string print_repro(const ReproFile& r) {
+  std::string s = "# kiln repro file. Check whether the failure still happens: kiln repro run <this file>\n";
+  s += fmt::format("kiln-repro: {}\n", r.format_version);
+  s += fmt::format("kiln-version: {}\ngit: {}\ntoolchain: {}\ndevice: {}\n", r.kiln_version, r.git_hash, r.toolchain, r.device);
+  s += fmt::format("backend: {}\n", r.backend);
+  if (!r.stage.empty()) s += fmt::format("stage: {}\n", r.stage);
+  for (const auto& [k, v] : r.config) s += fmt::format("config: {}={}\n", k, v);
+  if (r.input_seed) s += fmt::format("inputs: seed {}\n", *r.input_seed);
+  if (!r.input_dir.empty()) s += fmt::format("inputs: npy {}\n", nlohmann::json(r.input_dir).dump());
+  for (const auto& [f, h] : r.input_hashes) s += fmt::format("input-hash: {} {}\n", nlohmann::json(f).dump(), h);
+  s += fmt::format("tolerance: {}\n", r.tolerance);
+  s += fmt::format("failure: {}\n", r.expected.kind);
+  s += fmt::format("message: {}\n\n", nlohmann::json(r.expected.message).dump());
+  s += graph::print_graph(r.graph);
+  return s;
+}
+
+ReproFile parse_repro(std::string_view text, const std::string& filename) {
+  ReproFile r;
+  r.format_version = 0;
+  size_t pos = 0;
+  int line_no = 0;
+  auto err = [&](const std::string& what) { fail("{}:{}:1: {}", filename, line_no, what); };
+  auto json_string = [&](const std::string& v) -> std::string {
+    try {
+      auto j = nlohmann::json::parse(v);
+      if (!j.is_string()) err("expected a JSON string, got " + v);
+      return j.get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+      err("expected a JSON string, got " + v);
+    }
+    return {};
+  };
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(pos, end - pos));
+    ++line_no;
+    if (line.rfind("graph", 0) == 0) break;
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    size_t colon = line.find(": ");
+    if (colon == std::string::npos) err("expected 'key: value' or the graph, got '" + line + "'");
+    std::string key = line.substr(0, colon), value = line.substr(colon + 2);
+    if (key == "kiln-repro") {
+      r.format_version = std::atoi(value.c_str());
+      KILN_CHECK(r.format_version >= 1, "{}:{}:1: invalid repro format version '{}'", filename, line_no, value);
+      KILN_CHECK(r.format_version <= kReproFormatVersion, "{}:{}:1: this repro file has format version {}, written by a "
+                 "newer kiln; this kiln ({}) reads format {} and older: upgrade kiln to run it", filename, line_no,
+                 r.format_version, KILN_VERSION, kReproFormatVersion);
+    } else if (key == "kiln-version") r.kiln_version = value;
+    else if (key == "git") r.git_hash = value;
+    else if (key == "toolchain") r.toolchain = value;
+    else if (key == "device") r.device = value;
+    else if (key == "backend") r.backend = value;
+    else if (key == "stage") r.stage = value;
+    else if (key == "config") {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos) err("config lines are NAME=VALUE, got '" + value + "'");
+      r.config[value.substr(0, eq)] = value.substr(eq + 1);
+    } else if (key == "inputs") {
+      if (value.rfind("seed ", 0) == 0) r.input_seed = std::stoull(value.substr(5));
+      else if (value.rfind("npy ", 0) == 0) r.input_dir = json_string(value.substr(4));
+      else err("inputs are 'seed N' or 'npy \"DIR\"', got '" + value + "'");
+    } else if (key == "input-hash") {
+      size_t sp = value.rfind(' ');
+      if (sp == std::string::npos) err("input-hash lines are '\"FILE\" HASH'");
+      r.input_hashes[json_string(value.substr(0, sp))] = value.substr(sp + 1);
+    } else if (key == "tolerance") r.tolerance = std::stod(value);
+    else if (key == "failure") r.expected.kind = value;
+    else if (key == "message") r.expected.message = json_string(value);
+    else err("unknown header key '" + key + "'");
+  }
+  KILN_CHECK(r.format_version > 0, "{}: not a kiln repro file (no 'kiln-repro: N' line)", filename);
+  KILN_CHECK(pos < text.size(), "{}: the repro file has no graph section", filename);
+  static const char* kinds[] = {"none", "compile_error", "runtime_error", "crash", "hang", "accuracy"};
+  KILN_CHECK(std::find(std::begin(kinds), std::end(kinds), r.expected.kind) != std::end(kinds),
+             "{}: unknown failure kind '{}' (valid: compile_error, runtime_error, crash, hang, accuracy)", filename,
+             r.expected.kind);
+  // The graph keeps its line numbers: pad with the header's lines so locations point into this file.
+  std::string graph_text(size_t(line_no - 1), '\n');
+  graph_text += std::string(text.substr(pos));
+  r.graph = graph::parse_graph(graph_text, filename);
+  return r;
+}
+
+ReproFile load_repro(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  KILN_CHECK(f.good(), "cannot read repro file {}", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_repro(ss.str(), path);
+}
+
+void save_repro(const ReproFile& r, const std::string& path) { write_file_atomic(path, print_repro(r)); }
+
+}  // namespace kiln

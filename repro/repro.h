@@ -1,0 +1,52 @@
+// Repro files, format v1 (decision 8): one self-contained text file, a header of `key: value` lines followed by
+// the graph in .kir text. It records the graph, how to make its inputs (a seed, or .npy files beside it with
+// their content hashes), the non-default configuration, the backend and stage that fail, the kiln version, git
+// hash, toolchain and device, and the expected failure signature. `kiln repro run FILE` re-checks it.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace kiln {
+
+inline constexpr int kReproFormatVersion = 1;
+
+// What went wrong. Kinds: compile_error, runtime_error, crash, hang, accuracy; "none" means it ran fine.
+struct FailureSignature {
+  std::string kind = "none";
+  std::string message;  // the error message, the signal, or the comparator's verdict
+  bool failed() const { return kind != "none"; }
+};
+
+// Errors equal "modulo names and numbers": %value names and digits are masked before comparing.
+std::string normalize_failure_message(const std::string& msg);
+bool same_failure(const FailureSignature& expected, const FailureSignature& actual);
+
+struct ReproFile {
+  int format_version = kReproFormatVersion;
+  std::string kiln_version, git_hash, toolchain, device;
+  std::string backend = "eager";
+  std::string stage;                          // the pipeline stage that fails (e.g. "inductor/codegen")
+  std::map<std::string, std::string> config;  // non-default options, by environment variable name
+  std::optional<uint64_t> input_seed;         // inputs from graph::seeded_inputs(graph, seed)...
+  std::string input_dir;                      // ...or .npy files in this directory (relative to the file)
+  std::map<std::string, std::string> input_hashes;  // file name -> content hash (fnv1a64 hex)
+  double tolerance = 1e-4;                    // the comparator tolerance used for accuracy failures
+  FailureSignature expected;
+  graph::Graph graph;
+};
+
+// A ReproFile for `g` filled with this build's version, git hash, toolchain and device.
+ReproFile make_repro(const graph::Graph& g);
+std::string print_repro(const ReproFile& r);
+ReproFile parse_repro(std::string_view text, const std::string& filename);
+ReproFile load_repro(const std::string& path);
+void save_repro(const ReproFile& r, const std::string& path);  // atomic
+
+std::string content_hash_of_file(const std::string& path);
+// Writes `contents` to `path` atomically (a temp file in the same directory, then rename).
+void write_file_atomic(const std::string& path, const std::string& contents);
+
+}  // namespace kiln

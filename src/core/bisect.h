@@ -1,0 +1,24 @@
+// The bisection hook (decision 4): every subsystem site (each pass application now; lowerings,
+// decompositions and fusions later) asks should_run() before it acts. The hook counts applications per
+// (stage, subsystem) and per stage, and refuses those that KILN_BISECT_DISABLE / KILN_BISECT_LIMIT exclude,
+// so a bisector can switch off the Nth application and search for the first one that breaks a result.
+// Skipping an application must leave a correct (possibly slower) program. See docs/options.md, Bisection.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace kiln {
+
+// Returns whether this application of `subsystem` in `stage` may run, and counts it. `debug_info` describes
+// the site (e.g. the node a pass is about to rewrite); it is only called when the `bisect` log channel is on.
+bool should_run(std::string_view stage, std::string_view subsystem, const std::function<std::string()>& debug_info);
+
+// Applications asked so far per (stage, subsystem), including refused ones.
+std::map<std::pair<std::string, std::string>, int64_t> bisect_counts();
+void reset_bisect_counts();
+
+}  // namespace kiln

@@ -1,0 +1,83 @@
+// Channel logging: the channel names, the KILN_LOGS mask (cached, refreshed when options are overridden),
+// and the stderr writer.
+#include "core/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "core/error.h"
+#include "core/options.h"
+
+namespace kiln {
+namespace {
+
+struct ChannelRow {
+  std::string_view name, help;
+};
+constexpr ChannelRow kChannels[kNumLogChannels] = {
+    {"graph", "graphs as they enter and leave each stage"},
+    {"passes", "which pass ran and whether it changed the graph"},
+    {"output_code", "generated code"},
+    {"fusion", "fusion decisions, and why a fusion was refused"},
+    {"recompiles", "recompilations and the guard that failed"},
+    {"guards", "guards installed by capture"},
+    {"bisect", "every decision of the bisection hook should_run()"},
+    {"interpreter", "each node the reference interpreter runs"},
+    {"cache", "kernel cache hits, misses and evictions"},
+};
+
+// The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").
+std::atomic<uint32_t> g_mask{0};
+std::atomic<uint64_t> g_mask_generation{0};
+
+uint32_t compute_mask() {
+  uint32_t mask = 0;
+  for (const std::string& word : opt_list(Opt::Logs)) {
+    if (word == "all") return (1u << kNumLogChannels) - 1;
+    auto c = find_log_channel(word);
+    if (c) {
+      mask |= 1u << int(*c);
+      continue;
+    }
+    std::string_view closest;
+    int best = 1 << 30;
+    for (const ChannelRow& row : kChannels)
+      if (int d = edit_distance(word, row.name); d < best) best = d, closest = row.name;
+    std::fprintf(stderr, "kiln: warning: KILN_LOGS names unknown log channel '%s'; did you mean '%s'? "
+                         "(`kiln --help-options` lists the channels)\n", word.c_str(), std::string(closest).c_str());
+  }
+  return mask;
+}
+
+}  // namespace
+
+std::string_view log_channel_name(LogChannel c) { return kChannels[int(c)].name; }
+std::string_view log_channel_help(LogChannel c) { return kChannels[int(c)].help; }
+
+std::optional<LogChannel> find_log_channel(std::string_view name) {
+  for (int i = 0; i < kNumLogChannels; ++i)
+    if (kChannels[i].name == name) return LogChannel(i);
+  return std::nullopt;
+}
+
+bool log_enabled(LogChannel c) {
+  uint64_t want = options_generation() + 1;
+  if (g_mask_generation.load(std::memory_order_acquire) != want) {
+    static std::mutex m;
+    std::lock_guard<std::mutex> lock(m);
+    if (g_mask_generation.load(std::memory_order_relaxed) != want) {
+      g_mask.store(compute_mask(), std::memory_order_relaxed);
+      g_mask_generation.store(want, std::memory_order_release);
+    }
+  }
+  return (g_mask.load(std::memory_order_relaxed) >> int(c)) & 1u;
+}
+
+void log_line(LogChannel c, std::string_view message) {
+  std::string line = fmt::format("[kiln:{}] {}\n", log_channel_name(c), message);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// Channel logging to stderr, gated by KILN_LOGS (a comma list of channel names, or `all`). A disabled
+// channel costs one load and compare: KILN_LOG formats its message only when the channel is on.
+//   KILN_LOGS=passes,fusion kiln run g.kir
+#pragma once
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace kiln {
+
+enum class LogChannel : uint8_t {
+  Graph,        // graphs as they enter and leave each stage
+  Passes,       // which pass ran and whether it changed the graph
+  OutputCode,   // generated code
+  Fusion,       // fusion decisions and why a fusion was refused
+  Recompiles,   // recompilations and the guard that failed
+  Guards,       // guards installed by capture
+  Bisect,       // every should_run() decision of the bisection hook
+  Interpreter,  // each node the reference interpreter runs
+  Cache,        // kernel cache hits, misses and evictions
+  NumChannels
+};
+inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);
+
+std::string_view log_channel_name(LogChannel c);
+std::string_view log_channel_help(LogChannel c);
+std::optional<LogChannel> find_log_channel(std::string_view name);
+
+// Whether KILN_LOGS enables `c` (re-read when the option is overridden).
+bool log_enabled(LogChannel c);
+// Writes "[kiln:<channel>] <message>\n" to stderr (one write, so lines from threads do not interleave).
+void log_line(LogChannel c, std::string_view message);
+
+}  // namespace kiln
+
+#define KILN_LOG(channel, ...)                                                        \
+  do {                                                                                \
+    if (::kiln::log_enabled(channel)) ::kiln::log_line(channel, fmt::format(__VA_ARGS__)); \
+  } while (0)

@@ -1,0 +1,92 @@
+// The one options table (decision 10): every KILN_* setting is a row (name, environment variable, type,
+// default, help). Values are read from the environment once, on first use, and can be overridden in code
+// (tests, the CLI). `kiln --help-options` prints the table and docs/options.md is generated from it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+enum class Opt : uint8_t {
+  Logs,
+  DebugDir,
+  ReproAfter,
+  ReproLevel,
+  Inject,
+  CacheDir,
+  CacheSizeLimit,
+  Verify,
+  Seed,
+  BisectLimit,
+  BisectDisable,
+  NumOptions
+};
+
+enum class OptType : uint8_t {
+  Bool,    // 1/0, on/off, true/false, yes/no; `auto` = on in debug builds (NDEBUG undefined)
+  Int,     // a decimal integer, optionally with a binary suffix K, M or G (4K = 4096)
+  String,  // free text (a path, ...)
+  Choice,  // one of the words listed in `choices`
+  List,    // comma-separated words (empty = none)
+};
+
+struct OptionSpec {
+  Opt id;
+  std::string_view env;            // KILN_LOGS
+  OptType type;
+  std::string_view default_value;  // as it would be written in the environment
+  std::string_view choices;        // Choice: the allowed words, comma-separated ("" is always allowed)
+  std::string_view help;
+};
+
+const std::vector<OptionSpec>& option_table();
+const OptionSpec& option_spec(Opt id);
+std::optional<Opt> find_option(std::string_view env_name);
+std::string_view opt_type_name(OptType t);
+
+// Typed getters: the override if one is set, else the environment as read at first use, else the default.
+// A malformed environment value is a kiln::Error naming the variable and what would be valid.
+bool opt_bool(Opt id);
+int64_t opt_int(Opt id);
+std::string opt_string(Opt id);             // String and Choice options
+std::vector<std::string> opt_list(Opt id);  // List options (trimmed, empty entries dropped)
+// Increments whenever an override changes, so caches of derived values (log channels) can refresh.
+uint64_t options_generation();
+
+// Overrides an option in code (validated as the environment value would be); reset_option removes it.
+void set_option(Opt id, std::string value);
+void reset_option(Opt id);
+// Sets an option for the lifetime of the guard, then restores the previous override (or none).
+class ScopedOption {
+ public:
+  ScopedOption(Opt id, std::string value);
+  ~ScopedOption();
+  ScopedOption(const ScopedOption&) = delete;
+  ScopedOption& operator=(const ScopedOption&) = delete;
+
+ private:
+  Opt id_;
+  std::optional<std::string> previous_;
+};
+
+// Reads the environment now if it has not been read yet (warning about unknown KILN_* variables); the
+// getters do this on first use, the CLI calls it at startup so the warnings always appear.
+void load_options();
+
+// Warnings for KILN_* variables in `environ_entries` ("NAME=value" strings) that are not in the table, each
+// naming the closest valid variable. Emitted on stderr once per process on first use of the table (for
+// the real environment); exposed for tests.
+std::vector<std::string> unknown_env_warnings(const std::vector<std::string>& environ_entries);
+
+// The table as plain text (`kiln --help-options`) and as Markdown (docs/options.md); both list the log
+// channels KILN_LOGS accepts.
+std::string options_help_text();
+std::string options_markdown();
+
+// Levenshtein distance, for "did you mean" suggestions.
+int edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace kiln

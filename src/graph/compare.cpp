@@ -1,0 +1,157 @@
+// The comparator: allclose, then PyTorch's fp64 RMSE-multiplier rule, with explicit NaN rules and exact
+// comparison for integer and bool outputs (torch/_dynamo/utils.py `same`).
+#include "graph/compare.h"
+
+#include <cmath>
+
+#include "ops/api.h"
+
+namespace kiln {
+
+namespace {
+
+double rmse(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty()) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(s / double(a.size()));
+}
+
+bool has_nan(const std::vector<double>& v) {
+  for (double x : v)
+    if (std::isnan(x)) return true;
+  return false;
+}
+
+// PyTorch's multiplier: 3 for low precision, small tensors or loose tolerances; 2 otherwise.
+double rmse_multiplier(DType dt, int64_t numel, double tol) {
+  if (is_low_precision(dt) || numel < 1000 || tol >= 2e-2) return 3.0;
+  return 2.0;
+}
+
+OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Tensor& fp64, const CompareOptions& o) {
+  OutputVerdict v;
+  v.numel = actual.defined() ? actual.numel() : 0;
+  if (!expected.defined() || !actual.defined()) {
+    v.ok = expected.defined() == actual.defined();
+    v.rule = "shape";
+    v.detail = v.ok ? "both undefined" : "one output is undefined";
+    return v;
+  }
+  if (expected.sizes() != actual.sizes()) {
+    v.ok = false;
+    v.rule = "shape";
+    v.detail = fmt::format("shape {} vs {}", shape_str(expected.sizes()), shape_str(actual.sizes()));
+    return v;
+  }
+  bool float_out = is_floating(expected.dtype());
+  if (!float_out && o.ignore_non_float) {
+    v.rule = "ignored";
+    return v;
+  }
+  if (expected.dtype() != actual.dtype()) {
+    v.ok = false;
+    v.rule = "dtype";
+    v.detail = fmt::format("dtype {} vs {}", dtype_name(expected.dtype()), dtype_name(actual.dtype()));
+    return v;
+  }
+  std::vector<double> e = expected.to_double_vector(), a = actual.to_double_vector();
+  for (size_t i = 0; i < e.size(); ++i) {
+    bool both_nan = std::isnan(e[i]) && std::isnan(a[i]);
+    bool same_inf = std::isinf(e[i]) && e[i] == a[i];
+    double err = both_nan || same_inf ? 0.0 : std::abs(e[i] - a[i]);
+    if (std::isnan(err)) err = INFINITY;
+    double rel = err == 0 ? 0.0 : err / std::max(std::abs(e[i]), 1e-300);
+    if (err > v.max_abs_error || (v.worst_index < 0 && err > 0)) {
+      v.max_abs_error = err;
+      v.worst_index = int64_t(i);
+      v.expected_at_worst = e[i];
+      v.actual_at_worst = a[i];
+    }
+    v.max_rel_error = std::max(v.max_rel_error, rel);
+    double allowed = float_out && std::isfinite(e[i]) ? o.tol + o.tol * std::abs(e[i]) : 0.0;
+    if (both_nan && !o.equal_nan) err = INFINITY;
+    if (err > allowed) ++v.mismatched;
+  }
+  if (!float_out) {
+    v.rule = "exact";
+    v.ok = v.mismatched == 0;
+    return v;
+  }
+  if (v.mismatched == 0) {
+    v.rule = "allclose";
+    return v;
+  }
+  if (!fp64.defined()) {
+    v.ok = false;
+    v.rule = "allclose";
+    v.detail = "no fp64 reference to apply the RMSE rule";
+    return v;
+  }
+  std::vector<double> r = fp64.to_double_vector();
+  v.rmse_expected = rmse(r, e);
+  v.rmse_actual = rmse(r, a);
+  v.multiplier = rmse_multiplier(actual.dtype(), v.numel, o.tol);
+  // NaN rules: eager NaN where compiled and fp64 agree without NaN is eager's problem, not the compiler's.
+  if (has_nan(e) && !has_nan(a) && !has_nan(r)) {
+    bool close = true;
+    for (size_t i = 0; i < a.size(); ++i) close &= std::abs(a[i] - r[i]) <= 4e-2 + 4e-2 * std::abs(r[i]);
+    v.rule = "nan";
+    v.ok = close;
+    v.detail = close ? "eager has NaN; compiled matches the fp64 reference" : "eager has NaN; compiled is far from fp64";
+    return v;
+  }
+  if (std::isnan(v.rmse_expected) && std::isnan(v.rmse_actual)) {
+    v.rule = "nan";
+    v.ok = o.equal_nan;
+    v.detail = "both errors against fp64 are NaN";
+    return v;
+  }
+  v.rule = "rmse";
+  v.ok = v.rmse_actual <= v.multiplier * v.rmse_expected + o.tol / 10.0;
+  return v;
+}
+
+}  // namespace
+
+CompareVerdict compare_outputs(const std::vector<Tensor>& expected, const std::vector<Tensor>& actual,
+                               const std::vector<Tensor>& fp64, const CompareOptions& opts) {
+  KILN_CHECK(expected.size() == actual.size(), "compare: {} expected outputs but {} actual ones", expected.size(),
+             actual.size());
+  KILN_CHECK(fp64.empty() || fp64.size() == expected.size(), "compare: {} fp64 outputs for {} outputs", fp64.size(),
+             expected.size());
+  CompareVerdict verdict;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    OutputVerdict v = compare_one(expected[i], actual[i], fp64.empty() ? Tensor() : fp64[i], opts);
+    verdict.ok &= v.ok;
+    verdict.outputs.push_back(std::move(v));
+  }
+  return verdict;
+}
+
+int CompareVerdict::first_failure() const {
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].ok) return int(i);
+  return -1;
+}
+
+std::string CompareVerdict::str() const {
+  std::string s = ok ? "PASS" : "FAIL";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OutputVerdict& v = outputs[i];
+    s += fmt::format("\n  output {}: {} by {}", i, v.ok ? "pass" : "FAIL", v.rule);
+    if (!v.detail.empty()) s += " (" + v.detail + ")";
+    if (v.rule == "ignored" || v.rule == "shape" || v.rule == "dtype") continue;
+    s += fmt::format("; max abs error {:.3g}, max rel error {:.3g}, {} of {} elements outside tolerance", v.max_abs_error,
+                     v.max_rel_error, v.mismatched, v.numel);
+    if (v.worst_index >= 0)
+      s += fmt::format("; worst at [{}]: expected {:.9g}, got {:.9g}", v.worst_index, v.expected_at_worst,
+                       v.actual_at_worst);
+    if (v.rule == "rmse")
+      s += fmt::format("; RMSE vs fp64 {:.3g} (allowed {:.3g} = {} x eager's {:.3g} + tol/10)", v.rmse_actual,
+                       v.multiplier * v.rmse_expected, v.multiplier, v.rmse_expected);
+  }
+  return s;
+}
+
+}  // namespace kiln

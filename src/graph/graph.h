@@ -1,0 +1,117 @@
+// The graph IR: the one thing every stage and tool shares (decision 2). An SSA graph over the op table:
+// graph inputs (placeholders), constant nodes, op nodes with bound arguments, and an output list. Every value
+// carries its TensorMeta. Nodes are kept in a valid topological order; values have stable ids, so tools can
+// rewrite a graph (replace uses, erase, turn nodes into inputs, truncate, extract) without renumbering.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ops/op_info.h"
+
+namespace kiln::graph {
+
+using ValueId = int32_t;
+inline constexpr ValueId kNoValue = -1;  // an absent entry of a Tensor?[] argument
+
+// Where a node or value came from in a .kir file (0 = not from a file).
+struct SourceLoc {
+  int line = 0, col = 0;
+  bool known() const { return line > 0; }
+};
+
+// One argument of an op node: like IValue, with graph values in place of tensors.
+struct TensorArg {
+  ValueId id;
+  bool operator==(const TensorArg&) const = default;
+};
+struct TensorListArg {
+  std::vector<ValueId> ids;  // kNoValue for None entries of Tensor?[]
+  bool operator==(const TensorListArg&) const = default;
+};
+using Arg = std::variant<std::monostate, TensorArg, TensorListArg, Scalar, IntList, DType, std::string>;
+
+enum class NodeKind : uint8_t { Constant, Op };
+
+struct Node {
+  NodeKind kind = NodeKind::Op;
+  OpId op{};                    // Op nodes
+  std::vector<Arg> args;        // Op nodes: one per schema argument, defaults filled in
+  std::vector<ValueId> outputs;
+  Tensor constant;              // Constant nodes: the value (contiguous)
+  SourceLoc loc;
+  const OpInfo& info() const { return op_info(op); }
+};
+
+struct ValueInfo {
+  std::string name;        // without the '%'; unique in the graph
+  TensorMeta meta;
+  bool requires_grad = false;
+  bool wrapped_number = false;  // a number operand (constant), promoted like a Python scalar
+  int producer = -1;       // index of the producing node in Graph::nodes(), -1 for graph inputs
+  int output_index = 0;
+  SourceLoc loc;
+};
+
+class Graph {
+ public:
+  std::string name = "main";
+
+  // ---- construction ----
+  ValueId add_input(const std::string& name, const TensorMeta& meta, bool requires_grad = false);
+  ValueId add_constant(const std::string& name, const Tensor& value);
+  // Appends an op node; output metas are inferred from the op table unless given.
+  std::vector<ValueId> add_op(OpId op, std::vector<Arg> args, std::vector<std::string> output_names = {},
+                              std::optional<std::vector<TensorMeta>> metas = std::nullopt);
+  ValueId add_op1(OpId op, std::vector<Arg> args, const std::string& output_name = "");
+  void set_outputs(std::vector<ValueId> outs) { outputs_ = std::move(outs); }
+
+  // ---- queries ----
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& nodes() { return nodes_; }
+  const std::vector<ValueId>& inputs() const { return inputs_; }
+  const std::vector<ValueId>& outputs() const { return outputs_; }
+  const ValueInfo& value(ValueId id) const { return values_.at(size_t(id)); }
+  ValueInfo& value(ValueId id) { return values_.at(size_t(id)); }
+  int num_values() const { return int(values_.size()); }
+  std::optional<ValueId> find_value(const std::string& name) const;
+  std::string fresh_name(const std::string& hint = "") const;  // a name not used yet
+  // Value ids a node reads (tensor arguments, flattened, without kNoValue).
+  static std::vector<ValueId> node_inputs(const Node& n);
+  // For every value: the indices of nodes that read it (and whether it is a graph output).
+  std::vector<std::vector<int>> users() const;
+  int num_op_nodes() const;
+
+  // ---- surgery (each keeps the graph well-formed; values are never renumbered) ----
+  void replace_all_uses(ValueId from, ValueId to);        // in node args and outputs
+  void erase_node(int index);                            // its outputs must be unused
+  void insert_node(int index, Node node);                // at position `index` (caller keeps topo order)
+  // Turns node `index` into graph inputs (one per output, same names and metas); returns the new input ids.
+  std::vector<ValueId> node_to_inputs(int index);
+  void truncate_after(int index);                        // drops nodes after `index`; its outputs become the outputs
+  void remove_unused_inputs();
+  // A new graph with only `node_indices` (in order); values they read that are produced outside become inputs;
+  // outputs are the values they produce that are used outside (or graph outputs), unless `outputs` is given.
+  Graph extract(const std::vector<int>& node_indices, std::optional<std::vector<ValueId>> outputs = std::nullopt) const;
+
+  // Structural hash: equal for graphs that print the same up to value names (stable across processes).
+  uint64_t structural_hash() const;
+
+ private:
+  ValueId new_value(const std::string& name, const TensorMeta& meta, int producer, int output_index);
+  void renumber_producers();
+  std::vector<Node> nodes_;
+  std::vector<ValueInfo> values_;
+  std::vector<ValueId> inputs_, outputs_;
+};
+
+// The meta tensors / argument list a node is called with (values replaced by meta tensors): for shape
+// inference and the verifier.
+OpCall bind_node_meta(const Graph& g, const Node& n);
+// Converts eager arguments to graph arguments and back.
+std::vector<IValue> node_ivalues(const Graph& g, const Node& n, const std::vector<Tensor>& env);
+
+}  // namespace kiln::graph

@@ -1,0 +1,121 @@
+// Seeded and file-based graph inputs. Integer inputs used as indices or class targets get a bound derived
+// from how the graph uses them, so a seeded run of a graph with cross_entropy or embedding is valid.
+#include "graph/inputs.h"
+
+#include <filesystem>
+
+#include "core/npy.h"
+#include "eager/philox.h"
+#include "ops/api.h"
+
+namespace kiln::graph {
+
+namespace {
+
+// The exclusive upper bound an integer value must respect given its uses (INT64_MAX when unconstrained).
+int64_t index_bound(const Graph& g, ValueId id) {
+  int64_t bound = INT64_MAX;
+  auto size_of = [&](const Arg& a, int64_t dim) -> int64_t {
+    const auto* t = std::get_if<TensorArg>(&a);
+    if (!t) return INT64_MAX;
+    const Shape& s = g.value(t->id).meta.sizes;
+    if (s.empty()) return INT64_MAX;
+    int64_t d = dim < 0 ? dim + int64_t(s.size()) : dim;
+    return d >= 0 && d < int64_t(s.size()) ? s[size_t(d)] : INT64_MAX;
+  };
+  auto int_arg = [](const Arg& a) -> int64_t {
+    const auto* s = std::get_if<Scalar>(&a);
+    return s ? s->to_int() : 0;
+  };
+  for (const Node& n : g.nodes()) {
+    if (n.kind != NodeKind::Op) continue;
+    for (size_t i = 0; i < n.args.size(); ++i) {
+      const auto* t = std::get_if<TensorArg>(&n.args[i]);
+      const auto* l = std::get_if<TensorListArg>(&n.args[i]);
+      bool direct = t && t->id == id;
+      switch (n.op) {
+        case OpId::cross_entropy:
+        case OpId::nll_loss:
+          if (direct && i == 1) {  // class targets: the class dim is 1 for batched input, 0 for unbatched
+            int64_t classes = size_of(n.args[0], 1);
+            bound = std::min(bound, classes != INT64_MAX ? classes : size_of(n.args[0], 0));
+          }
+          break;
+        case OpId::embedding:
+          if (direct && i == 1) bound = std::min(bound, size_of(n.args[0], 0));
+          break;
+        case OpId::index_select:
+        case OpId::gather:
+        case OpId::scatter:
+        case OpId::scatter_add:
+          if (direct && i == 2) bound = std::min(bound, size_of(n.args[0], int_arg(n.args[1])));
+          break;
+        case OpId::index:
+        case OpId::index_put:
+          if (l)
+            for (size_t k = 0; k < l->ids.size(); ++k)
+              if (l->ids[k] == id) bound = std::min(bound, size_of(n.args[0], int64_t(k)));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return bound;
+}
+
+}  // namespace
+
+std::vector<Tensor> seeded_inputs(const Graph& g, uint64_t seed) {
+  GeneratorState saved = default_generator();
+  manual_seed(seed);
+  std::vector<Tensor> out;
+  for (ValueId id : g.inputs()) {
+    const ValueInfo& v = g.value(id);
+    const TensorMeta& m = v.meta;
+    Tensor t;
+    if (is_floating(m.dtype)) {
+      t = randn(m.sizes, m.dtype);
+    } else if (m.dtype == DType::Bool) {
+      t = lt(rand(m.sizes), 0.5);
+    } else {
+      int64_t bound = std::min<int64_t>(index_bound(g, id), 10);
+      t = randint(0, std::max<int64_t>(bound, 1), m.sizes, m.dtype);
+    }
+    if (m.strides != contiguous_strides(m.sizes) && t.numel() > 0) {
+      Tensor strided = Tensor::empty_strided(m.sizes, m.strides, m.dtype);
+      copy_(strided, t);
+      t = strided;
+    }
+    if (v.requires_grad) t.set_requires_grad(true);
+    out.push_back(t);
+  }
+  default_generator() = saved;
+  return out;
+}
+
+std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
+  std::vector<Tensor> out;
+  for (ValueId id : g.inputs()) {
+    const ValueInfo& v = g.value(id);
+    std::string path = (std::filesystem::path(dir) / (v.name + ".npy")).string();
+    KILN_CHECK(std::filesystem::exists(path), "inputs: {} is missing (one .npy per graph input, named after it: "
+               "%{} -> {}.npy)", path, v.name, v.name);
+    Tensor t = read_npy(path, v.meta.dtype == DType::BF16 ? std::optional<DType>(DType::BF16) : std::nullopt);
+    KILN_CHECK(t.dtype() == v.meta.dtype && t.sizes() == v.meta.sizes, "inputs: {} holds {} but the graph's %{} is {}{}",
+               path, t.str(), v.name, dtype_name(v.meta.dtype), shape_str(v.meta.sizes));
+    if (v.requires_grad) t.set_requires_grad(true);
+    out.push_back(t);
+  }
+  return out;
+}
+
+void save_inputs(const Graph& g, const std::vector<Tensor>& inputs, const std::string& dir) {
+  KILN_CHECK(inputs.size() == g.inputs().size(), "save_inputs: {} tensors for {} graph inputs", inputs.size(),
+             g.inputs().size());
+  std::filesystem::create_directories(dir);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    write_npy((std::filesystem::path(dir) / (g.value(g.inputs()[i]).name + ".npy")).string(), inputs[i]);
+}
+
+}  // namespace kiln::graph

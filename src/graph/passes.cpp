@@ -1,0 +1,262 @@
+// The pass manager (run_pipeline) and the cleanup passes: dead-code elimination, common-subexpression
+// elimination and constant folding. The rules each pass follows are documented in passes.h.
+#include "graph/passes.h"
+
+#include <cstring>
+#include <filesystem>
+#include <unordered_map>
+
+#include "core/bisect.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "ops/api.h"
+#include "ops/dispatch.h"
+
+namespace kiln::graph {
+namespace {
+
+// Removes the nodes marked dead in one sweep and renumbers producers (Graph::erase_node is one at a time
+// and recomputes users, which would make a pass quadratic). Values of erased nodes stay, orphaned
+// (producer -2), exactly as after Graph::erase_node.
+void erase_dead_nodes(Graph& g, const std::vector<bool>& dead) {
+  std::vector<Node>& nodes = g.nodes();
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!dead[i]) {
+      kept.push_back(std::move(nodes[i]));
+      continue;
+    }
+    for (ValueId id : nodes[i].outputs) g.value(id).producer = -2;
+  }
+  nodes = std::move(kept);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t k = 0; k < nodes[i].outputs.size(); ++k) {
+      g.value(nodes[i].outputs[k]).producer = int(i);
+      g.value(nodes[i].outputs[k]).output_index = int(k);
+    }
+}
+
+bool is_inplace_node(const Node& n) { return n.kind == NodeKind::Op && n.info().is_inplace(); }
+
+// Values that an in-place node mutates (its `self` argument).
+std::vector<bool> mutated_values(const Graph& g) {
+  std::vector<bool> mutated(size_t(g.num_values()), false);
+  for (const Node& n : g.nodes())
+    if (is_inplace_node(n))
+      if (const auto* t = std::get_if<TensorArg>(&n.args.at(0))) mutated[size_t(t->id)] = true;
+  return mutated;
+}
+
+// A byte string identifying a node's computation (op, arguments, input values, output metas), or a
+// constant's value, for CSE.
+class KeyWriter {
+ public:
+  void u64(uint64_t v) { key_.append(reinterpret_cast<const char*>(&v), 8); }
+  void str(std::string_view s) {
+    u64(s.size());
+    key_.append(s);
+  }
+  void meta(const TensorMeta& m) {
+    u64(uint64_t(m.dtype));
+    u64(m.sizes.size());
+    for (int64_t s : m.sizes) u64(uint64_t(s));
+  }
+  std::string take() { return std::move(key_); }
+
+ private:
+  std::string key_;
+};
+
+std::string node_key(const Graph& g, const Node& n) {
+  KeyWriter w;
+  if (n.kind == NodeKind::Constant) {
+    w.str("constant");
+    w.meta(n.constant.meta());
+    w.u64(g.value(n.outputs[0]).wrapped_number);
+    size_t bytes = size_t(n.constant.numel() * dtype_size(n.constant.dtype()));
+    w.str(std::string_view(static_cast<const char*>(n.constant.data_ptr()), bytes));
+    return w.take();
+  }
+  w.u64(uint64_t(n.op));
+  for (const Arg& a : n.args) {
+    w.u64(a.index());
+    std::visit([&](const auto& v) {
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<V, TensorArg>) w.u64(uint64_t(v.id));
+      else if constexpr (std::is_same_v<V, TensorListArg>) {
+        w.u64(v.ids.size());
+        for (ValueId id : v.ids) w.u64(uint64_t(id));
+      } else if constexpr (std::is_same_v<V, Scalar>) {
+        w.u64(uint64_t(v.kind()));
+        w.str(v.str());
+      } else if constexpr (std::is_same_v<V, IntList>) {
+        w.u64(v.size());
+        for (int64_t x : v) w.u64(uint64_t(x));
+      } else if constexpr (std::is_same_v<V, DType>) w.u64(uint64_t(v));
+      else if constexpr (std::is_same_v<V, std::string>) w.str(v);
+    }, a);
+  }
+  for (ValueId id : n.outputs) w.meta(g.value(id).meta);
+  return w.take();
+}
+
+void remap_args(Node& n, const std::vector<ValueId>& remap) {
+  for (Arg& a : n.args) {
+    if (auto* t = std::get_if<TensorArg>(&a)) t->id = remap[size_t(t->id)];
+    if (auto* l = std::get_if<TensorListArg>(&a))
+      for (ValueId& id : l->ids)
+        if (id != kNoValue) id = remap[size_t(id)];
+  }
+}
+
+std::string node_summary(const Graph& g, const Node& n) {
+  std::string name = n.outputs.empty() ? "?" : g.value(n.outputs[0]).name;
+  return n.kind == NodeKind::Constant ? fmt::format("%{} = constant", name)
+                                      : fmt::format("%{} = {}", name, n.info().name);
+}
+
+}  // namespace
+
+bool eliminate_dead_code(Graph& g) {
+  std::vector<int> uses(size_t(g.num_values()), 0);
+  for (const Node& n : g.nodes())
+    for (ValueId id : Graph::node_inputs(n)) ++uses[size_t(id)];
+  for (ValueId id : g.outputs()) ++uses[size_t(id)];
+  const auto& nodes = g.nodes();
+  std::vector<bool> dead(nodes.size(), false);
+  bool random_after = false;  // a kept random node follows the current one
+  bool changed = false;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const Node& n = nodes[i];
+    bool random = is_random_node(n);
+    bool unused = true;
+    for (ValueId id : n.outputs) unused &= uses[size_t(id)] == 0;
+    if (unused && !is_inplace_node(n) && !(random && random_after)) {
+      dead[i] = changed = true;
+      KILN_LOG(LogChannel::Passes, "dce: removing unused {}", node_summary(g, n));
+      for (ValueId id : Graph::node_inputs(n)) --uses[size_t(id)];
+      continue;
+    }
+    random_after |= random;
+  }
+  if (changed) erase_dead_nodes(g, dead);
+  return changed;
+}
+
+bool eliminate_common_subexpressions(Graph& g) {
+  std::vector<ValueId> remap(size_t(g.num_values()));
+  for (ValueId id = 0; id < g.num_values(); ++id) remap[size_t(id)] = id;
+  std::unordered_map<std::string, size_t> seen;  // key -> index of the first node computing it
+  std::vector<Node>& nodes = g.nodes();
+  std::vector<bool> dead(nodes.size(), false);
+  bool changed = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node& n = nodes[i];
+    remap_args(n, remap);
+    if (is_inplace_node(n)) {
+      seen.clear();  // nothing computed before the mutation may stand in for something computed after it
+      continue;
+    }
+    if (is_random_node(n)) continue;
+    auto [it, inserted] = seen.try_emplace(node_key(g, n), i);
+    if (inserted) continue;
+    const Node& first = nodes[it->second];
+    KILN_LOG(LogChannel::Passes, "cse: {} is {}", node_summary(g, n), node_summary(g, first));
+    for (size_t k = 0; k < n.outputs.size(); ++k) remap[size_t(n.outputs[k])] = first.outputs[k];
+    dead[i] = changed = true;
+  }
+  if (!changed) return false;
+  std::vector<ValueId> outs = g.outputs();
+  for (ValueId& id : outs) id = remap[size_t(id)];
+  g.set_outputs(outs);
+  erase_dead_nodes(g, dead);
+  return true;
+}
+
+bool fold_constants(Graph& g, int64_t max_elements) {
+  std::vector<bool> mutated = mutated_values(g);
+  std::vector<Tensor> env(size_t(g.num_values()));  // constant values by id
+  NoGradGuard no_grad;
+  bool changed = false;
+  for (Node& n : g.nodes()) {
+    if (n.kind == NodeKind::Constant) {
+      env[size_t(n.outputs[0])] = n.constant;
+      continue;
+    }
+    if (n.outputs.size() != 1 || is_random_node(n) || is_inplace_node(n) || n.info().is_view()) continue;
+    ValueInfo& out = g.value(n.outputs[0]);
+    if (shape_numel(out.meta.sizes) > max_elements || mutated[size_t(n.outputs[0])]) continue;
+    bool all_constant = true;
+    for (ValueId id : Graph::node_inputs(n)) all_constant &= env[size_t(id)].defined() && !mutated[size_t(id)];
+    if (!all_constant) continue;
+    Tensor result;
+    try {
+      result = dispatch(bind_args(n.info(), node_ivalues(g, n, env))).at(0);
+    } catch (const Error& e) {
+      KILN_LOG(LogChannel::Passes, "constant_folding: not folding {}: its kernel fails: {}", node_summary(g, n), e.what());
+      continue;
+    }
+    if (result.dtype() != out.meta.dtype || result.sizes() != out.meta.sizes) continue;
+    KILN_LOG(LogChannel::Passes, "constant_folding: {} -> {}", node_summary(g, n), result.str());
+    Node c;
+    c.kind = NodeKind::Constant;
+    c.constant = (result.is_contiguous() ? result : contiguous(result)).detach();
+    c.outputs = n.outputs;
+    c.loc = n.loc;
+    out.meta = c.constant.meta();
+    out.wrapped_number = false;
+    env[size_t(n.outputs[0])] = c.constant;
+    n = std::move(c);
+    changed = true;
+  }
+  return changed;
+}
+
+bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
+  const bool verify = opt_bool(Opt::Verify);
+  std::string dump_dir;
+  if (std::string root = opt_string(Opt::DebugDir); !root.empty()) {
+    dump_dir = (std::filesystem::path(root) / std::string(stage)).string();
+    std::error_code ec;
+    std::filesystem::create_directories(dump_dir, ec);
+    KILN_CHECK(!ec, "KILN_DEBUG_DIR: cannot create {}: {}", dump_dir, ec.message());
+    save_graph(g, (std::filesystem::path(dump_dir) / "00_input.kir").string());
+  }
+  if (verify) verify_graph(g, fmt::format("<{}: input graph>", stage));
+  bool any_changed = false;
+  for (size_t i = 0; i < pipeline.size(); ++i) {
+    const Pass& pass = pipeline[i];
+    if (!should_run(stage, pass.name, [&] { return fmt::format("graph {} ({} nodes)", g.name, g.nodes().size()); })) {
+      KILN_LOG(LogChannel::Passes, "{}: {} skipped by the bisection hook", stage, pass.name);
+      continue;
+    }
+    size_t before = g.nodes().size();
+    bool changed = pass.run(g);
+    KILN_LOG(LogChannel::Passes, "{}: {} {} ({} -> {} nodes)", stage, pass.name, changed ? "changed the graph" : "no change",
+             before, g.nodes().size());
+    if (changed) KILN_LOG(LogChannel::Graph, "after {}:{}\n{}", stage, pass.name, print_graph(g));
+    if (changed && verify) {
+      try {
+        verify_graph(g, fmt::format("<{}: after {}>", stage, pass.name));
+      } catch (const Error& e) {
+        fail("pass {} (stage {}) produced an invalid graph: {}", pass.name, stage, e.what());
+      }
+    }
+    if (!dump_dir.empty())
+      save_graph(g, (std::filesystem::path(dump_dir) / fmt::format("{:02}_{}.kir", i + 1, pass.name)).string());
+    any_changed |= changed;
+  }
+  return any_changed;
+}
+
+Pass dce_pass() { return {"dce", eliminate_dead_code}; }
+Pass cse_pass() { return {"cse", eliminate_common_subexpressions}; }
+Pass constant_folding_pass(int64_t max_elements) {
+  return {"constant_folding", [max_elements](Graph& g) { return fold_constants(g, max_elements); }};
+}
+Pipeline cleanup_pipeline() { return {constant_folding_pass(), cse_pass(), dce_pass()}; }
+
+}  // namespace kiln::graph

@@ -1,0 +1,58 @@
+// Graph passes and the pass manager (decision 3). A pass is a named `bool run(Graph&)` that returns whether
+// it changed the graph; a pipeline is a flat list of passes run in order by run_pipeline, which
+//   - asks the bisection hook should_run(stage, pass name, ...) before each pass (src/core/bisect.h), and
+//     skips the pass when the hook refuses;
+//   - runs the verifier before the first pass and after every pass that changed the graph when KILN_VERIFY
+//     is on (a failure names the pass that broke the graph);
+//   - with KILN_DEBUG_DIR set, writes the input graph as DIR/<stage>/00_input.kir and the graph after each
+//     pass that ran as DIR/<stage>/NN_<pass>.kir (NN = the pass's position in the pipeline, from 01);
+//   - logs each pass and whether it changed the graph on the `passes` channel.
+//
+// The passes (each keeps the program's results, including in-place effects and random draws, unchanged):
+//   dce               removes nodes none of whose outputs are used (not read by any node, not a graph
+//                     output). In-place nodes are always kept (their effect is the mutation). A random node
+//                     is removed only when no random node follows it, because each random node draws from
+//                     the generator offset the previous ones leave: removing an earlier one would change
+//                     the numbers later ones draw. (The generator's offset after the graph may then differ.)
+//   cse               merges nodes with the same op, the same non-tensor arguments and the same input values
+//                     (and equal constants), keeping the first. Random and in-place nodes are never merged,
+//                     and no node is merged across an in-place node (the mutation may change what an
+//                     identical computation reads).
+//   constant_folding  evaluates, with the eager kernels, single-output nodes whose tensor inputs are all
+//                     constants (creation ops with no tensor inputs included) and replaces each by a constant
+//                     node. Skipped: random and in-place nodes, views (they alias their input), nodes reading
+//                     a value some in-place node mutates, results with more than `max_elements` elements
+//                     (default 4096: folding would bloat the graph and its .kir file), and nodes whose kernel
+//                     fails (the error stays for run time).
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln::graph {
+
+struct Pass {
+  std::string name;
+  std::function<bool(Graph&)> run;
+};
+using Pipeline = std::vector<Pass>;
+
+// Runs the passes in order (see above); returns whether any pass changed the graph. `stage` names the
+// pipeline for the bisection hook and the debug dump directory.
+bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage = "passes");
+
+bool eliminate_dead_code(Graph& g);
+bool eliminate_common_subexpressions(Graph& g);
+inline constexpr int64_t kDefaultFoldLimit = 4096;
+bool fold_constants(Graph& g, int64_t max_elements = kDefaultFoldLimit);
+
+Pass dce_pass();
+Pass cse_pass();
+Pass constant_folding_pass(int64_t max_elements = kDefaultFoldLimit);
+// constant_folding, cse, dce: the cleanup pipeline every stage can start from.
+Pipeline cleanup_pipeline();
+
+}  // namespace kiln::graph

@@ -1,0 +1,32 @@
+// The .kir text format: printing and parsing graphs (decision 2). parse_graph(print_graph(g)) == g for every
+// graph. The grammar is documented in docs/kir-format.md.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "graph/graph.h"
+
+namespace kiln::graph {
+
+struct PrintOptions {
+  // Constants with more elements than this are written to a .npy file beside the .kir (named by content
+  // hash) and referenced; smaller ones are inlined.
+  int64_t inline_constant_limit = 64;
+  std::string npy_dir;  // where referenced constants go (empty: inline everything)
+};
+
+std::string print_graph(const Graph& g, const PrintOptions& opts = {});
+
+// Parses .kir text. `filename` is used in error messages ("file:line:col: what is wrong; what to do") and to
+// resolve relative .npy references. Throws kiln::Error on any malformed input; never crashes.
+Graph parse_graph(std::string_view text, const std::string& filename = "<input>");
+Graph load_graph(const std::string& path);  // reads and parses a file
+// Writes atomically (temp file + rename).
+void save_graph(const Graph& g, const std::string& path, const PrintOptions& opts = {});
+
+// Re-infers every node's output metas from the op table and checks them against the recorded ones, plus
+// structural invariants (defined before use, unique names, outputs defined). Throws kiln::Error naming the
+// first inconsistency with its file:line:col, the op, and expected vs found.
+void verify_graph(const Graph& g, const std::string& filename = "<graph>");
+
+}  // namespace kiln::graph

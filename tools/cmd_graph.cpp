@@ -1,0 +1,142 @@
+// `kiln verify`, `kiln fmt` and `kiln run`: check, canonicalise and execute .kir graphs. Errors in the file
+// or its inputs are kiln::Errors (kiln.cpp prints them and exits 2); `run --check` exits 1 when the outputs
+// disagree with the fp64 reference.
+#include "tools/cmd_graph.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/npy.h"
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "ops/api.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr std::string_view kBackends[] = {"eager"};
+
+struct RunArgs {
+  std::string file;
+  std::string backend = "eager";
+  std::string inputs_dir;
+  std::optional<uint64_t> seed;
+  bool check = false;
+  std::string dump_dir;
+};
+
+int run_verify(const std::string& file) {
+  graph::Graph g = graph::load_graph(file);
+  graph::verify_graph(g, file);
+  fmt::print("ok: {} nodes\n", g.nodes().size());
+  return 0;
+}
+
+int run_fmt(const std::string& file, bool in_place) {
+  graph::Graph g = graph::load_graph(file);
+  if (in_place) graph::save_graph(g, file);
+  else fmt::print("{}", graph::print_graph(g));
+  return 0;
+}
+
+// "f32[2, 3]  min -1.2  max 2.3  mean 0.41  nan 0  inf 0  values [0.1, -0.5, ...]"
+std::string summarize(const Tensor& t) {
+  std::vector<double> v = t.to_double_vector();
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t nans = 0, infs = 0, finite = 0;
+  for (double x : v) {
+    if (std::isnan(x)) { ++nans; continue; }
+    if (std::isinf(x)) ++infs;
+    lo = std::min(lo, x), hi = std::max(hi, x);
+    if (std::isfinite(x)) sum += x, ++finite;
+  }
+  std::string out = t.str();
+  if (v.empty()) return out + "  (empty)";
+  if (nans < int64_t(v.size())) out += fmt::format("  min {:.6g}  max {:.6g}", lo, hi);
+  out += finite ? fmt::format("  mean {:.6g}", sum / double(finite)) : std::string("  mean -");
+  if (is_floating(t.dtype())) out += fmt::format("  nan {}  inf {}", nans, infs);
+  constexpr size_t kShown = 6;
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < std::min(v.size(), kShown); ++i) shown.push_back(fmt::format("{:.6g}", v[i]));
+  if (v.size() > kShown) shown.push_back("...");
+  return out + fmt::format("  values [{}]", fmt::join(shown, ", "));
+}
+
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(clone(t).detach());
+  return out;
+}
+
+int run_run(const RunArgs& a) {
+  if (std::find(std::begin(kBackends), std::end(kBackends), a.backend) == std::end(kBackends))
+    fail("unknown backend '{}' (available: {})", a.backend, fmt::join(kBackends, ", "));
+  graph::Graph g = graph::load_graph(a.file);
+  graph::verify_graph(g, a.file);
+  uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
+  std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
+  if (!a.dump_dir.empty()) graph::save_inputs(g, inputs, a.dump_dir);
+
+  manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
+  std::vector<Tensor> outputs = graph::run_graph(g, clones(inputs));
+  fmt::print("{} ({} inputs {}, backend {}):\n", a.file, inputs.size(),
+             a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir, a.backend);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
+    if (!a.dump_dir.empty())
+      write_npy((std::filesystem::path(a.dump_dir) / fmt::format("output_{}.npy", i)).string(), outputs[i]);
+  }
+  if (!a.check) return 0;
+
+  manual_seed(seed);
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
+  std::vector<Tensor> rounded;  // the reference in each output's dtype: the best answer that dtype can hold
+  for (size_t i = 0; i < reference.size(); ++i) rounded.push_back(to(reference[i], outputs[i].dtype()));
+  CompareVerdict verdict = compare_outputs(rounded, outputs, reference);
+  fmt::print("check against the fp64 reference: {}\n", verdict.str());
+  return verdict.ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  static std::string verify_file;
+  auto* verify = app.add_subcommand("verify", "parse and verify a .kir graph; prints `ok: N nodes` or the located "
+                                              "error (exit 2)");
+  verify->add_option("graph", verify_file, "the .kir file")->required();
+  runners["verify"] = [] { return run_verify(verify_file); };
+
+  static std::string fmt_file;
+  static bool in_place = false;
+  auto* fmt_cmd = app.add_subcommand("fmt", "print a .kir graph in canonical form");
+  fmt_cmd->add_option("graph", fmt_file, "the .kir file")->required();
+  fmt_cmd->add_flag("-i,--in-place", in_place, "rewrite the file in place (atomically) instead of printing it");
+  runners["fmt"] = [] { return run_fmt(fmt_file, in_place); };
+
+  static RunArgs run_args;
+  auto* run = app.add_subcommand("run", "run a .kir graph with the reference interpreter and summarise its outputs");
+  run->add_option("graph", run_args.file, "the .kir file")->required();
+  run->add_option("--backend", run_args.backend, "backend to run the graph with (available: eager)")
+      ->default_str("eager");
+  auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
+                                 "directory with one .npy per graph input, named after it (%x -> x.npy)");
+  auto* seed = run->add_option("--seed", run_args.seed,
+                               "generate inputs from this seed (default: KILN_SEED); also seeds random ops");
+  inputs->excludes(seed);
+  run->add_flag("--check", run_args.check,
+                "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
+  run->add_option("--dump", run_args.dump_dir,
+                  "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");
+  runners["run"] = [] { return run_run(run_args); };
+}
+
+}  // namespace kiln::cli
