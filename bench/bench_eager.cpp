@@ -30,7 +30,7 @@ double seconds_of(const std::function<void()>& f, int reps) {
 // Bandwidth (bytes read + written per second) of a multi-threaded memcpy moving `bytes` in total.
 double copy_bandwidth(int64_t bytes) {
   int64_t n = bytes / 2;  // half read, half written
-  std::vector<char> src(size_t(n), 1), dst(size_t(n));
+  std::vector<char> src(static_cast<size_t>(n), 1), dst(static_cast<size_t>(n));
   double t = seconds_of([&] {
     parallel_for(n, 1 << 20, [&](int64_t b, int64_t e) { std::memcpy(dst.data() + b, src.data() + b, size_t(e - b)); });
   }, 10);

@@ -11,6 +11,10 @@
 #include "ops/api.h"
 #include "repro/isolate.h"
 #include "repro/repro.h"
+#include "repro/reproduce.h"
+#include "core/npy.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
 
 using namespace kiln;
 
@@ -101,4 +105,89 @@ TEST(Repro, RoundTripsAndRejectsNewerVersions) {
     EXPECT_NE(std::string(e.what()).find("newer kiln"), std::string::npos) << e.what();
   }
   EXPECT_THROW(parse_repro("backend: eager\n", "r.kir"), Error);
+}
+
+namespace {
+// exp(x) -> relu(exp(x)) - 1 ... a graph with a relu, and backends that get relu wrong in each way.
+graph::Graph relu_graph() {
+  graph::Graph g;
+  auto x = g.add_input("x", {DType::F32, {4, 8}, {}, {}});
+  auto e = g.add_op1(OpId::exp, {graph::TensorArg{x}}, "e");
+  auto r = g.add_op1(OpId::relu, {graph::TensorArg{e}}, "r");
+  g.set_outputs({r});
+  return g;
+}
+bool has_relu(const graph::Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n.kind == graph::NodeKind::Op && n.op == OpId::relu) return true;
+  return false;
+}
+void register_broken_backends() {
+  register_backend("test_relu_runtime_error", [](const graph::Graph& g, const std::vector<Tensor>& in) {
+    if (has_relu(g)) fail("relu kernel 3 failed at element 17");
+    return graph::run_graph(g, in);
+  });
+  register_backend("test_relu_compile_error", [](const graph::Graph& g, const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    if (has_relu(g)) throw CompileError("invalid IR for relu");
+    return graph::run_graph(g, in);
+  });
+  register_backend("test_relu_crash", [](const graph::Graph& g, const std::vector<Tensor>& in) {
+    if (has_relu(g)) raise(SIGSEGV);
+    return graph::run_graph(g, in);
+  });
+  register_backend("test_relu_accuracy", [](const graph::Graph& g, const std::vector<Tensor>& in) {
+    std::vector<Tensor> out = graph::run_graph(g, in);
+    if (has_relu(g)) out[0] = add(out[0], 1.0);
+    return out;
+  });
+}
+}  // namespace
+
+TEST(Repro, ReproduceClassifiesEachFailureKind) {
+  register_broken_backends();
+  graph::Graph g = relu_graph();
+  std::vector<Tensor> in = graph::seeded_inputs(g, 0);
+  EXPECT_EQ(classify_run(g, in, "eager", 1e-4, 30).kind, "none");
+  EXPECT_EQ(classify_run(g, in, "test_relu_runtime_error", 1e-4, 30).kind, "runtime_error");
+  EXPECT_EQ(classify_run(g, in, "test_relu_compile_error", 1e-4, 30).kind, "compile_error");
+  EXPECT_EQ(classify_run(g, in, "test_relu_crash", 1e-4, 30).kind, "crash");
+  FailureSignature acc = classify_run(g, in, "test_relu_accuracy", 1e-4, 30);
+  EXPECT_EQ(acc.kind, "accuracy");
+  EXPECT_NE(acc.message.find("FAIL"), std::string::npos) << acc.message;
+  EXPECT_THROW(classify_run(g, in, "no_such_backend", 1e-4, 30), Error);
+}
+
+TEST(Repro, ARecordedFailureReproducesUntilFixed) {
+  register_broken_backends();
+  ReproFile r = make_repro(relu_graph());
+  r.backend = "test_relu_runtime_error";
+  r.input_seed = 1;
+  r.expected = {"runtime_error", "relu kernel 9 failed at element 2"};  // same modulo numbers
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "kiln_repro_test";
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "r.repro").string();
+  save_repro(r, path);
+  ReproOutcome still = reproduce(load_repro(path), path, 30);
+  EXPECT_TRUE(still.reproduces);
+  r.backend = "eager";  // "the fix": the backend no longer fails
+  save_repro(r, path);
+  ReproOutcome fixed = reproduce(load_repro(path), path, 30);
+  EXPECT_FALSE(fixed.reproduces);
+  EXPECT_FALSE(fixed.observed.failed());
+  r.backend = "test_relu_crash";  // a different failure is not the recorded one
+  save_repro(r, path);
+  ReproOutcome other = reproduce(load_repro(path), path, 30);
+  EXPECT_FALSE(other.reproduces);
+  EXPECT_EQ(other.observed.kind, "crash");
+  // inputs from .npy files are hash-checked
+  r.input_seed.reset();
+  r.input_dir = "inputs";
+  graph::save_inputs(r.graph, graph::seeded_inputs(r.graph, 2), (dir / "inputs").string());
+  r.input_hashes["x.npy"] = content_hash_of_file((dir / "inputs" / "x.npy").string());
+  r.backend = "test_relu_accuracy";
+  r.expected = {"accuracy", ""};
+  save_repro(r, path);
+  EXPECT_TRUE(reproduce(load_repro(path), path, 30).reproduces);
+  write_npy((dir / "inputs" / "x.npy").string(), zeros({4, 8}));
+  EXPECT_THROW(reproduce(load_repro(path), path, 30), Error);
 }

@@ -161,3 +161,11 @@ TEST(Autograd, ModifiedSavedTensorIsDetected) {
   mul_(a, 2.0);
   EXPECT_THROW(sum(y).backward(), Error);
 }
+
+TEST(Autograd, GradOfALeafWithRespectToItselfIsTheProjection) {
+  Tensor x = Tensor::from_vector<double>({1, 2}, {2}).set_requires_grad(true);
+  Tensor v = Tensor::from_vector<double>({3, 4}, {2});
+  std::vector<Tensor> g = grad({x}, {x}, {v});
+  ASSERT_TRUE(g[0].defined());
+  EXPECT_EQ(g[0].to_double_vector(), (std::vector<double>{3, 4}));
+}

@@ -203,6 +203,10 @@ TEST(PointwiseUnary, GeluBothFormsAndSilu) {
   expect_values(a, approx, 1e-14);
   expect_values(silu(f64({-3, -1, 0.5, 2})), {silu_ref[0], silu_ref[1], silu_ref[3], silu_ref[4]}, 1e-15);
   EXPECT_EQ(gelu(as(f32({1}), DType::F16)).dtype(), DType::F16);
+  // PyTorch's f32 kernel (also used for f16/bf16) gives NaN at +-inf; its tanh form and f64 follow the formula
+  expect_values(gelu(f32({kInf, -kInf, 1e30, -1e30})), {kNaN, kNaN, 1e30, -0.0}, 1e-7);
+  expect_values(gelu(as(f32({kInf}), DType::F16)), {kNaN});
+  expect_values(gelu(f32({kInf}), "tanh"), {kInf});
   EXPECT_ERROR_HAS(gelu(f32({1}), "fast"), "approximate must be \"none\" or \"tanh\", got \"fast\"");
   EXPECT_ERROR_HAS(gelu(ints<int64_t>({1})), "gelu: expected a floating-point tensor");
   EXPECT_ERROR_HAS(silu(ints<int32_t>({1})), "silu: expected a floating-point tensor");
@@ -324,6 +328,8 @@ TEST(PointwiseBinary, RemainderHasTheSignOfTheDivisor) {
   EXPECT_EQ(r.to_double_vector(), (std::vector<double>{2, -2, -1, 1, 0}));
   expect_values(remainder(f32({-7.5, 7.5, 5, -0.0, 1, kInf}), f32({2, -2, 0, 1, kInf, 2})), {0.5, -0.5, kNaN, -0.0, 1, kNaN});
   expect_values(remainder(f64({-1}), f64({kInf})), {kInf});  // -1 + inf, as Python's math and PyTorch give
+  // PyTorch's vectorised fmod gives NaN where |a / b| overflows f32 (1e30 % 1e-30), else the exact remainder
+  expect_values(remainder(f32({1e30, 1e30, -1e-30}), f32({1e-30, 100, -1e30})), {kNaN, 40, -1e-30}, 1e-7);
   EXPECT_EQ(remainder(ints<int64_t>({5}), 2.5).dtype(), DType::F32);
   EXPECT_ERROR_HAS(remainder(ints<int64_t>({5}), 0), "ZeroDivisionError");
   EXPECT_ERROR_HAS(remainder(bools({true}), bools({true})), "remainder: not supported for bool");
@@ -362,6 +368,10 @@ TEST(PointwiseBinary, MaximumMinimumPropagateNaN) {
   EXPECT_EQ(maximum(ints<int32_t>({1, 5}), f32({2, 2})).dtype(), DType::F32);
   EXPECT_EQ(maximum(ints<int32_t>({1, 5}), ints<int64_t>({2, 2})).to_double_vector(), (std::vector<double>{2, 5}));
   EXPECT_EQ(minimum(bools({true, false}), bools({true, true})).to_double_vector(), (std::vector<double>{1, 0}));
+  // no number overloads in PyTorch for these
+  EXPECT_ERROR_HAS(call_op_named("maximum", {f32({1}), 2.0}), "maximum(): argument 'other' must be a Tensor, not the number");
+  EXPECT_ERROR_HAS(call_op_named("atan2", {1, f32({1})}), "atan2(): argument 'self' must be a Tensor");
+  EXPECT_ERROR_HAS(call_op_named("logical_or", {f32({1}), true}), "logical_or(): argument 'other' must be a Tensor");
   EXPECT_EQ(maximum(bools({true, false}), bools({false, false})).dtype(), DType::Bool);
 }
 
@@ -416,6 +426,33 @@ TEST(PointwiseBinary, BitwiseOpsOnIntegersAndBool) {
   EXPECT_ERROR_HAS(bitwise_xor(ints<int32_t>({1}), 1.5), "promote to f32");
 }
 
+TEST(PointwiseBinary, LargeTensorsMatchAReferenceLoop) {
+  // Big enough to be split across threads: the flat contiguous path, the number-operand path, and the strided
+  // (non-contiguous, broadcast) path must all agree with a plain loop.
+  const int64_t n = 100003;
+  std::vector<float> av(static_cast<size_t>(2 * n)), bv(static_cast<size_t>(n));
+  for (int64_t i = 0; i < 2 * n; ++i) av[size_t(i)] = float(std::sin(double(i)));
+  for (int64_t i = 0; i < n; ++i) bv[size_t(i)] = float(std::cos(double(i)) + 2);
+  Tensor a2 = Tensor::from_vector<float>(av, {2 * n});
+  Tensor a = slice(a2, 0, 0, n), strided = slice(a2, 0, 0, 2 * n, 2), b = Tensor::from_vector<float>(bv, {n});
+  std::vector<double> sum_ab = add(a, b).to_double_vector(), prod = mul(strided, b).to_double_vector();
+  std::vector<double> quot = div(a, b).to_double_vector(), plus = add(a, 1.5).to_double_vector();
+  std::vector<double> bigger = gt(strided, a).to_double_vector(), e = exp(strided).to_double_vector();
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = size_t(i);
+    ASSERT_EQ(sum_ab[k], double(av[k] + bv[k])) << i;
+    ASSERT_EQ(prod[k], double(av[2 * k] * bv[k])) << i;
+    ASSERT_EQ(quot[k], double(av[k] / bv[k])) << i;
+    ASSERT_EQ(plus[k], double(av[k] + 1.5f)) << i;
+    ASSERT_EQ(bigger[k], double(av[2 * k] > av[k])) << i;
+    ASSERT_EQ(e[k], double(std::exp(av[2 * k]))) << i;
+  }
+  Tensor outer = add(view(slice(a, 0, 0, 400), {400, 1}), view(slice(b, 0, 0, 300), {1, 300}));
+  std::vector<double> ov = outer.to_double_vector();
+  for (int64_t i = 0; i < 400; ++i)
+    for (int64_t j = 0; j < 300; ++j) ASSERT_EQ(ov[size_t(i * 300 + j)], double(av[size_t(i)] + bv[size_t(j)]));
+}
+
 // ================================================================ ternary
 
 TEST(PointwiseTernary, WhereSelectsAndPromotes) {
@@ -461,6 +498,12 @@ TEST(PointwiseTernary, LerpAndAddcmul) {
   expect_values(lerp(a, b, 0.75), {7.5, 17.5, 2});
   expect_values(lerp(a, b, f64({0, 1, 0.5})), {0, 20, 0});
   expect_values(lerp(f32({1}), f32({2}), Tensor::scalar(0.5, DType::F64)), {1.5});
+  // f16 computes in f32 and rounds once (values from PyTorch 2.11)
+  Tensor h = lerp(as(f32({1.3349609375}), DType::F16), as(f32({-2.751953125}), DType::F16), 0.3);
+  EXPECT_EQ(h.dtype(), DType::F16);
+  expect_values(h, {0.10888671875});
+  EXPECT_EQ(lerp(Tensor::scalar(1.0, DType::F32), Tensor::scalar(2.0, DType::F32), Tensor::scalar(0.5, DType::F64)).dtype(),
+            DType::F64);  // all 0-dim: the weight's dtype takes part in promotion
   EXPECT_EQ(lerp(f32({1}), f32({2}), 0.5).dtype(), DType::F32);
   EXPECT_ERROR_HAS(lerp(f32({1}), f64({2}), 0.5), "lerp: expected dtype f32 for `end` but got dtype f64");
   EXPECT_ERROR_HAS(lerp(f32({1}), f32({2}), f64({0.5})), "for `weight` but got dtype f64");
@@ -502,6 +545,24 @@ TEST(PointwiseInfer, MetaResultsMatchEagerResults) {
   // errors are raised by shape inference too
   EXPECT_ERROR_HAS(neg(Tensor::meta(b.meta())), "neg: negation of a bool tensor");
   EXPECT_ERROR_HAS(bitwise_and(Tensor::meta(f.meta()), 1), "bitwise_and");
+}
+
+TEST(PointwiseTernary, LerpKernelAgreesWithItsDecomposition) {
+  Rand r;
+  const OpInfo& op = op_info(OpId::lerp);
+  const std::vector<std::vector<IValue>> calls = {
+      {r.uniform({2, 3}, -2, 2), r.uniform({3}, -2, 2), r.uniform({2, 1}, -0.5, 1.5)},
+      {r.uniform({4}, -2, 2), r.uniform({4}, -2, 2), 0.25},
+      {r.uniform({4}, -2, 2), r.uniform({1}, -2, 2), 0.9},
+      {r.uniform({0, 2}, -2, 2), r.uniform({2}, -2, 2), 0.5},
+  };
+  for (const auto& args : calls) {
+    OpCall call = bind_args(op, args);
+    Tensor kernel = op.kernel(call)[0], decomposed = op.decomp(call)[0];
+    ASSERT_EQ(kernel.sizes(), decomposed.sizes());
+    std::vector<double> k = kernel.to_double_vector(), d = decomposed.to_double_vector();
+    for (size_t i = 0; i < k.size(); ++i) EXPECT_NEAR(k[i], d[i], 1e-15 * (1 + std::abs(d[i])));
+  }
 }
 
 // ================================================================ gradients

@@ -3,6 +3,8 @@
 // and the top-level `--help-options` / `--help-options-md` (the options table as text or Markdown).
 #include "tools/commands.h"
 
+#include "tools/cmd_repro.h"
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -31,7 +33,7 @@ int run_ops(bool missing_only) {
     bool has[5] = {op.kernel != nullptr, op.vjp != nullptr, op.decomp != nullptr, op.lowering != nullptr, true};
     for (int i = 0; i < 4; ++i) counts[i] += has[i];
     bool incomplete = (!op.kernel && !op.decomp) || (op.differentiable && !op.vjp && !op.decomp) ||
-                      (op.kind == OpKind::Composite && !op.decomp);
+                      (op.kind == OpKind::Composite && !op.decomp) || (!op.infer && !op.decomp);
     if (missing_only && !incomplete) continue;
     auto mark = [](bool b) { return b ? "yes" : "-"; };
     fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<8}  {}\n", op.name, op_kind_name(op.kind),
@@ -92,6 +94,7 @@ void add_commands(CLI::App& app) {
   runners()["demo"] = [] { return run_demo(); };
 
   add_graph_commands(app, runners());
+  add_repro_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

@@ -14,6 +14,13 @@ class Error : public std::runtime_error {
   explicit Error(std::string msg) : std::runtime_error(std::move(msg)) {}
 };
 
+// An error raised while compiling a graph (lowering, code generation, JIT), as opposed to running it. Tools
+// classify failures by it: compile_error vs runtime_error.
+class CompileError : public Error {
+ public:
+  using Error::Error;
+};
+
 template <class... A>
 [[noreturn]] void fail(fmt::format_string<A...> f, A&&... a) {
   throw Error(fmt::format(f, std::forward<A>(a)...));

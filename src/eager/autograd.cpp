@@ -241,6 +241,7 @@ struct GraphTask {
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
   // torch.autograd.grad: gradients captured at (node, input_nr) instead of flowing on.
   std::map<std::pair<Node*, uint32_t>, size_t> captures;
+  std::vector<Edge> capture_edges;  // keeps captured nodes alive (a leaf's AccumulateGrad is held only weakly)
   std::vector<Tensor> captured;
 };
 
@@ -353,6 +354,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     Edge e = gradient_edge(inputs[i]);
     KILN_CHECK(e.valid(), "grad: input {} ({}) does not require grad", i, inputs[i].str());
     task.captures[{e.fn.get(), e.input_nr}] = i;
+    task.capture_edges.push_back(e);
   }
   execute(task, root_edges_of(outputs), checked_root_grads(outputs, grad_outputs), retain_graph || create_graph,
           false);

@@ -25,7 +25,7 @@ struct ReduceGeometry {
   bool vertical() const;
 };
 // `any_order`: the reduced dims may be visited in any order (sorted by stride for locality); false keeps
-// the row-major order that `reduced_index` (argmax/argmin) relies on.
+// the row-major order that the `index` passed to `step` (argmax/argmin) relies on.
 ReduceGeometry reduce_geometry(const Tensor& x, const std::vector<int64_t>& dims, bool any_order);
 
 // The ops a reduction provides (all const):

@@ -20,6 +20,7 @@ ValueId Graph::new_value(const std::string& name, const TensorMeta& meta, int pr
   v.meta = meta;
   v.producer = producer;
   v.output_index = output_index;
+  by_name_[v.name] = ValueId(values_.size());
   values_.push_back(std::move(v));
   return ValueId(values_.size() - 1);
 }
@@ -69,18 +70,16 @@ ValueId Graph::add_op1(OpId op, std::vector<Arg> args, const std::string& output
 }
 
 std::optional<ValueId> Graph::find_value(const std::string& n) const {
-  for (size_t i = 0; i < values_.size(); ++i)
-    if (values_[i].name == n) return ValueId(i);
+  auto it = by_name_.find(n);
+  if (it != by_name_.end() && values_[size_t(it->second)].name == n) return it->second;
   return std::nullopt;
 }
 
 std::string Graph::fresh_name(const std::string& hint) const {
-  std::set<std::string> used;
-  for (const ValueInfo& v : values_) used.insert(v.name);
-  if (!hint.empty() && !used.count(hint)) return hint;
-  for (size_t i = values_.size();; ++i) {
-    std::string s = (hint.empty() ? "v" : hint + "_") + std::to_string(i);
-    if (!used.count(s)) return s;
+  if (!hint.empty() && !find_value(hint)) return hint;
+  for (;; ++next_fresh_) {
+    std::string s = (hint.empty() ? "v" : hint + "_") + std::to_string(next_fresh_);
+    if (!find_value(s)) return s;
   }
 }
 
@@ -289,16 +288,17 @@ uint64_t Graph::structural_hash() const {
 }
 
 // ---------------------------------------------------------------- binding
-std::vector<IValue> node_ivalues(const Graph& g, const Node& n, const std::vector<Tensor>& env) {
+std::vector<IValue> node_ivalues(const Node& n, const std::function<Tensor(ValueId)>& tensor_of) {
   std::vector<IValue> out;
+  out.reserve(n.args.size());
   for (const Arg& a : n.args) {
     out.push_back(std::visit([&](const auto& v) -> IValue {
       using V = std::decay_t<decltype(v)>;
       if constexpr (std::is_same_v<V, std::monostate>) return IValue();
-      else if constexpr (std::is_same_v<V, TensorArg>) return IValue(env.at(size_t(v.id)));
+      else if constexpr (std::is_same_v<V, TensorArg>) return IValue(tensor_of(v.id));
       else if constexpr (std::is_same_v<V, TensorListArg>) {
         TensorList l;
-        for (ValueId id : v.ids) l.push_back(id == kNoValue ? Tensor() : env.at(size_t(id)));
+        for (ValueId id : v.ids) l.push_back(id == kNoValue ? Tensor() : tensor_of(id));
         return IValue(l);
       } else return IValue(v);
     }, a));
@@ -306,15 +306,17 @@ std::vector<IValue> node_ivalues(const Graph& g, const Node& n, const std::vecto
   return out;
 }
 
+std::vector<IValue> node_ivalues(const Graph&, const Node& n, const std::vector<Tensor>& env) {
+  return node_ivalues(n, [&](ValueId id) { return env.at(size_t(id)); });
+}
+
 OpCall bind_node_meta(const Graph& g, const Node& n) {
-  std::vector<Tensor> env(size_t(g.num_values()));
-  for (ValueId id : Graph::node_inputs(n)) {
+  return bind_args(n.info(), node_ivalues(n, [&](ValueId id) {
     const ValueInfo& v = g.value(id);
     Tensor t = Tensor::meta(v.meta);
     if (v.wrapped_number) t.impl()->wrapped_number = true;
-    env[size_t(id)] = t;
-  }
-  return bind_args(n.info(), node_ivalues(g, n, env));
+    return t;
+  }));
 }
 
 }  // namespace kiln::graph

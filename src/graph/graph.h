@@ -4,8 +4,10 @@
 // rewrite a graph (replace uses, erase, turn nodes into inputs, truncate, extract) without renumbering.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -105,13 +107,19 @@ class Graph {
   void renumber_producers();
   std::vector<Node> nodes_;
   std::vector<ValueInfo> values_;
+  // name -> id, so building an N-value graph is linear. Renaming through value(id).name leaves a stale entry,
+  // which find_value detects and ignores.
+  std::unordered_map<std::string, ValueId> by_name_;
+  mutable size_t next_fresh_ = 0;
   std::vector<ValueId> inputs_, outputs_;
 };
 
 // The meta tensors / argument list a node is called with (values replaced by meta tensors): for shape
 // inference and the verifier.
 OpCall bind_node_meta(const Graph& g, const Node& n);
-// Converts eager arguments to graph arguments and back.
+// A node's arguments as IValues, with each value id replaced by `tensor_of(id)`.
+std::vector<IValue> node_ivalues(const Node& n, const std::function<Tensor(ValueId)>& tensor_of);
+// The same with tensors from `env`, indexed by value id.
 std::vector<IValue> node_ivalues(const Graph& g, const Node& n, const std::vector<Tensor>& env);
 
 }  // namespace kiln::graph

@@ -367,7 +367,7 @@ class Lexer {
     }
     if (at(0) == 'e' || at(0) == 'E') {
       size_t k = (at(1) == '+' || at(1) == '-') ? 2 : 1;
-      if (!is_digit(at(k))) fail(line_, col_, "malformed number: the exponent needs digits, as in 1e-5");
+      if (!is_digit(at(k))) fail(t.line, t.col, "malformed number: the exponent needs digits, as in 1e-5");
       t.kind = Tok::Float;
       for (size_t i = 0; i < k; ++i) t.text += take();
       while (!done() && is_digit(cur())) t.text += take();

@@ -1,7 +1,8 @@
 // Data movement: cat, stack, repeat, flip, roll, tril, triu, pad, index_select, gather, scatter(_add), index,
-// index_put, embedding. The copies (cat, repeat, flip, pad) are strided views fed to copy_into; everything that
-// follows index tensors goes through one engine: an i64 tensor of element offsets built (and bounds-checked)
-// from the index tensors, then a strided loop moving elements through it (gather, put or accumulate).
+// index_put, embedding. The copies (cat, repeat, flip, constant pad) are strided views fed to copy_into.
+// Everything that follows index tensors (and reflect/replicate/circular pad) goes through one engine: an i64
+// tensor of element offsets built (and bounds-checked) from the index tensors, then a strided loop moving
+// elements through it (gather, put or accumulate).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -46,8 +47,9 @@ Tensor index_offsets(const std::vector<IndexedDim>& parts, const Shape& shape, b
   Tensor offs = Tensor::empty(shape, DType::I64);
   if (offs.numel() == 0) return offs;
   int64_t* po = offs.data<int64_t>();
-  std::fill(po, po + offs.numel(), int64_t(0));
-  for (const IndexedDim& part : parts) {
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const IndexedDim& part = parts[k];
+    const bool first = k == 0;  // the first part assigns, the others add
     std::atomic<bool> bad{false};
     std::atomic<int64_t> bad_value{0};
     StridedIter<2> it(shape, {offs.strides(), broadcast_strides(part.index, shape)});
@@ -64,7 +66,8 @@ Tensor index_offsets(const std::vector<IndexedDim>& parts, const Shape& shape, b
             if (!bad.exchange(true)) bad_value = int64_t(x[i * st[1]]);
             continue;
           }
-          o[i * st[0]] += v * part.stride;
+          if (first) o[i * st[0]] = v * part.stride;
+          else o[i * st[0]] += v * part.stride;
         }
       });
     };

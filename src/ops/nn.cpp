@@ -216,7 +216,8 @@ std::vector<Tensor> softmax_decomp(const OpCall& c) {
   const Tensor& x0 = c.tensor(0);
   Tensor x = upcast(x0.dtype() == out_dt ? x0 : to(x0, out_dt));
   const IntList dim{c.int_(1)};
-  Tensor shifted = sub(x, amax(x, dim, true));
+  // amax over an empty dim is an error; there is nothing to stabilise then (torch._decomp does the same).
+  Tensor shifted = x.numel() == 0 ? x : sub(x, amax(x, dim, true));
   Tensor r = Log ? sub(shifted, log(sum(exp(shifted), dim, true))) : [&] {
     Tensor e = exp(shifted);
     return div(e, sum(e, dim, true));

@@ -219,7 +219,24 @@ DType gelu_dtype(const OpCall& c) {
 }
 
 DType promoted_dtype(const OpCall& c) { return result_type({c.tensor(0), c.tensor(1)}); }
-DType float_promoted_dtype(const OpCall& c) { return float_result(promoted_dtype(c)); }
+
+// maximum, minimum, atan2 and the logical ops have no number overload in PyTorch: both operands must be
+// tensors (a number given for one arrives as a wrapped number).
+void check_tensor_operands(const OpCall& c) {
+  for (int i = 0; i < 2; ++i)
+    KILN_CHECK(!c.tensor(i).is_wrapped_number(), "{}(): argument '{}' must be a Tensor, not the number {} (PyTorch "
+               "has no number overload of {}; wrap it in a tensor)", c.name(), i == 0 ? "self" : "other",
+               c.tensor(i).item().str(), c.name());
+}
+DType tensors_promoted_dtype(const OpCall& c) {
+  check_tensor_operands(c);
+  return promoted_dtype(c);
+}
+DType tensors_float_promoted_dtype(const OpCall& c) { return float_result(tensors_promoted_dtype(c)); }
+DType tensors_bool_dtype(const OpCall& c) {
+  check_tensor_operands(c);
+  return DType::Bool;
+}
 DType remainder_dtype(const OpCall& c) {
   DType dt = promoted_dtype(c);
   KILN_CHECK(dt != DType::Bool, "remainder: not supported for bool tensors ({} and {})", c.tensor(0).str(),
@@ -370,6 +387,10 @@ std::vector<Tensor> gelu_kernel(const OpCall& c) {
   }
   return {unary_float(c.tensor(0), [](auto x) {
     using T = decltype(x);
+    // PyTorch's vectorised f32 kernel (which f16/bf16 also use) gives NaN for +-inf; f64 follows the formula.
+    if constexpr (std::is_same_v<T, float>) {
+      if (std::isinf(x)) return std::numeric_limits<T>::quiet_NaN();
+    }
     return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
   })};
 }
@@ -655,11 +676,17 @@ T int_div_floor(T x, T y) {
     return T(x / y);
   }
 }
+// fmod as PyTorch's vectorised CPU kernels compute it (Sleef): exact, except NaN where |a / b| overflows T.
+template <class T>
+T kernel_fmod(T a, T b) {
+  if (std::isfinite(a) && b != T(0) && std::isinf(a / b)) return std::numeric_limits<T>::quiet_NaN();
+  return std::fmod(a, b);
+}
 // Python's floor division for floats (c10::div_floor_floating).
 template <class T>
 T float_div_floor(T a, T b) {
   if (b == T(0)) return a / b;
-  T mod = std::fmod(a, b);
+  T mod = kernel_fmod(a, b);
   T quot = (a - mod) / b;
   if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) quot -= T(1);
   if (quot == T(0)) return std::copysign(T(0), a / b);
@@ -716,7 +743,7 @@ std::vector<Tensor> remainder_kernel(const OpCall& c) {
   return {binary_op(a, b, dt, dt, "remainder", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_floating_point_v<T>) {
-      T mod = std::fmod(x, y);
+      T mod = kernel_fmod(x, y);
       if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) mod += y;
       return mod;
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -841,7 +868,7 @@ std::vector<Tensor> pow_vjp(const VjpCall& v) {
 
 // ---------------------------------------------------------------- maximum / minimum / atan2
 std::vector<Tensor> maximum_kernel(const OpCall& c) {
-  const DType dt = promoted_dtype(c);
+  const DType dt = tensors_promoted_dtype(c);
   return {binary_op(c.tensor(0), c.tensor(1), dt, dt, "maximum", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return bool(x || y);
@@ -850,7 +877,7 @@ std::vector<Tensor> maximum_kernel(const OpCall& c) {
   })};
 }
 std::vector<Tensor> minimum_kernel(const OpCall& c) {
-  const DType dt = promoted_dtype(c);
+  const DType dt = tensors_promoted_dtype(c);
   return {binary_op(c.tensor(0), c.tensor(1), dt, dt, "minimum", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return bool(x && y);
@@ -873,7 +900,7 @@ std::vector<Tensor> maximum_vjp(const VjpCall& v) { return extremum_vjp(v, true)
 std::vector<Tensor> minimum_vjp(const VjpCall& v) { return extremum_vjp(v, false); }
 
 std::vector<Tensor> atan2_kernel(const OpCall& c) {
-  const DType dt = float_promoted_dtype(c);
+  const DType dt = tensors_float_promoted_dtype(c);
   return {binary_op(c.tensor(0), c.tensor(1), dt, dt, "atan2", [](auto y, auto x) {
     using T = decltype(y);
     if constexpr (std::is_floating_point_v<T>) return std::atan2(y, x);
@@ -902,12 +929,15 @@ std::vector<Tensor> gt_kernel(const OpCall& c) { return compare(c, [](auto x, au
 std::vector<Tensor> ge_kernel(const OpCall& c) { return compare(c, [](auto x, auto y) { return x >= y; }); }
 // Logical ops: nonzero (NaN included) is true.
 std::vector<Tensor> logical_and_kernel(const OpCall& c) {
+  check_tensor_operands(c);
   return compare(c, [](auto x, auto y) { return x != decltype(x)(0) && y != decltype(y)(0); });
 }
 std::vector<Tensor> logical_or_kernel(const OpCall& c) {
+  check_tensor_operands(c);
   return compare(c, [](auto x, auto y) { return x != decltype(x)(0) || y != decltype(y)(0); });
 }
 std::vector<Tensor> logical_xor_kernel(const OpCall& c) {
+  check_tensor_operands(c);
   return compare(c, [](auto x, auto y) { return (x != decltype(x)(0)) != (y != decltype(y)(0)); });
 }
 
@@ -980,20 +1010,62 @@ std::vector<Tensor> clamp_vjp(const VjpCall& v) {  // passes where min <= x <= m
   })};
 }
 
-// ---------------------------------------------------------------- lerp / addcmul (decompositions)
-// lerp as PyTorch computes it for accuracy: self + w (end - self) when |w| < 0.5, else end - (1 - w)(end - self).
-std::vector<Tensor> lerp_decomp(const OpCall& c) {
+// ---------------------------------------------------------------- lerp (kernel and decomposition), addcmul
+// self and end share a dtype; weight must too unless it is 0-dim (then it takes part in type promotion).
+DType lerp_dtype(const OpCall& c) {
   const Tensor &self = c.tensor(0), &end = c.tensor(1), &weight = c.tensor(2);
   KILN_CHECK(self.dtype() == end.dtype(), "lerp: expected dtype {} for `end` but got dtype {}",
              dtype_name(self.dtype()), dtype_name(end.dtype()));
   KILN_CHECK(weight.dim() == 0 || weight.dtype() == self.dtype(), "lerp: expected dtype {} for `weight` but got "
              "dtype {} (only a 0-dim weight may differ)", dtype_name(self.dtype()), dtype_name(weight.dtype()));
   KILN_CHECK(is_floating(self.dtype()), "lerp: expected floating-point tensors, got {}", self.str());
+  return result_type({self, end, weight});
+}
+std::vector<TensorMeta> infer_lerp(const OpCall& c) {
+  const DType dt = lerp_dtype(c);
+  Shape shape = broadcast_shapes(c.tensor(0).sizes(), broadcast_shapes(c.tensor(1).sizes(), c.tensor(2).sizes(), "lerp"),
+                                 "lerp");
+  return {contiguous_meta(shape, dt)};
+}
+// PyTorch's kernel: fma(w, end - self, self) when |w| < 0.5, else fma(w - 1, end - self, end), in the compute
+// type (f16/bf16 in f32), rounded once.
+std::vector<Tensor> lerp_kernel(const OpCall& c) {
+  const DType dt = lerp_dtype(c);
+  const DType cdt = compute_dtype(dt);
+  auto in_compute_type = [&](const Tensor& t) { return t.dtype() == cdt ? t : as_contiguous_dtype(t, cdt); };
+  Tensor self = in_compute_type(c.tensor(0)), end = in_compute_type(c.tensor(1)), weight = in_compute_type(c.tensor(2));
+  Tensor out = Tensor::empty(infer_lerp(c)[0].sizes, cdt);
+  KILN_DISPATCH_FLOAT(cdt, [&](auto z) {
+    using T = decltype(z);
+    map3<T, T, T, T>(out, self, end, weight, [](T a, T b, T w) {
+      const bool small = std::abs(w) < T(0.5);
+      return T(std::fma(small ? w : w - T(1), b - a, small ? a : b));
+    });
+  });
+  return {cdt == dt ? out : as_contiguous_dtype(out, dt)};
+}
+std::vector<Tensor> lerp_vjp(const VjpCall& v) {  // d/dself = 1 - w, d/dend = w, d/dw = end - self
+  const Tensor& g = v.grads[0];
+  const Tensor &self = v.call.tensor(0), &end = v.call.tensor(1), &weight = v.call.tensor(2);
+  auto one_minus_weight = [&]() -> IValue {
+    if (weight.is_wrapped_number()) return 1.0 - weight.item().to_double();  // keep a number's full precision
+    return sub(1, weight);
+  };
+  return {if_needed(v.needs(0), [&] { return sum_to(mul(g, one_minus_weight()), self.sizes()); }),
+          if_needed(v.needs(1), [&] { return sum_to(mul(g, weight), end.sizes()); }),
+          if_needed(v.needs(2), [&] { return sum_to(mul(g, sub(end, self)), weight.sizes()); })};
+}
+// The same formula in tensor ops (two roundings where the kernel's fma has one).
+std::vector<Tensor> lerp_decomp(const OpCall& c) {
+  lerp_dtype(c);
+  const Tensor &self = c.tensor(0), &end = c.tensor(1), &weight = c.tensor(2);
   Tensor diff = sub(end, self);
   if (weight.is_wrapped_number() && !weight.is_meta()) {
     const double w = weight.item().to_double();
     if (std::abs(w) < 0.5) return {add(self, mul(diff, w))};
-    return {sub(end, mul(diff, 1.0 - w))};
+    // 1 - w in the compute type, as PyTorch's kernel forms it (f32 for f16/bf16/f32)
+    const double one_minus_w = self.dtype() == DType::F64 ? 1.0 - w : double(1.0f - float(w));
+    return {sub(end, mul(diff, one_minus_w))};
   }
   Tensor upper = ge(abs(weight), 0.5);
   Tensor coeff = where(upper, sub(weight, 1), weight);
@@ -1058,9 +1130,9 @@ void register_pointwise_ops() {
   def(OpId::div).infer(infer_binary<div_dtype>).kernel(div_kernel).vjp(div_vjp);
   def(OpId::remainder).infer(infer_binary<remainder_dtype>).kernel(remainder_kernel).vjp(remainder_vjp);
   def(OpId::pow).infer(infer_binary<pow_dtype>).kernel(pow_kernel).vjp(pow_vjp);
-  def(OpId::maximum).infer(infer_binary<promoted_dtype>).kernel(maximum_kernel).vjp(maximum_vjp);
-  def(OpId::minimum).infer(infer_binary<promoted_dtype>).kernel(minimum_kernel).vjp(minimum_vjp);
-  def(OpId::atan2).infer(infer_binary<float_promoted_dtype>).kernel(atan2_kernel).vjp(atan2_vjp);
+  def(OpId::maximum).infer(infer_binary<tensors_promoted_dtype>).kernel(maximum_kernel).vjp(maximum_vjp);
+  def(OpId::minimum).infer(infer_binary<tensors_promoted_dtype>).kernel(minimum_kernel).vjp(minimum_vjp);
+  def(OpId::atan2).infer(infer_binary<tensors_float_promoted_dtype>).kernel(atan2_kernel).vjp(atan2_vjp);
   // comparisons, logical, bitwise
   def(OpId::eq).infer(infer_binary<bool_dtype>).kernel(eq_kernel);
   def(OpId::ne).infer(infer_binary<bool_dtype>).kernel(ne_kernel);
@@ -1068,16 +1140,16 @@ void register_pointwise_ops() {
   def(OpId::le).infer(infer_binary<bool_dtype>).kernel(le_kernel);
   def(OpId::gt).infer(infer_binary<bool_dtype>).kernel(gt_kernel);
   def(OpId::ge).infer(infer_binary<bool_dtype>).kernel(ge_kernel);
-  def(OpId::logical_and).infer(infer_binary<bool_dtype>).kernel(logical_and_kernel);
-  def(OpId::logical_or).infer(infer_binary<bool_dtype>).kernel(logical_or_kernel);
-  def(OpId::logical_xor).infer(infer_binary<bool_dtype>).kernel(logical_xor_kernel);
+  def(OpId::logical_and).infer(infer_binary<tensors_bool_dtype>).kernel(logical_and_kernel);
+  def(OpId::logical_or).infer(infer_binary<tensors_bool_dtype>).kernel(logical_or_kernel);
+  def(OpId::logical_xor).infer(infer_binary<tensors_bool_dtype>).kernel(logical_xor_kernel);
   def(OpId::bitwise_and).infer(infer_binary<bitwise_dtype>).kernel(bitwise_and_kernel);
   def(OpId::bitwise_or).infer(infer_binary<bitwise_dtype>).kernel(bitwise_or_kernel);
   def(OpId::bitwise_xor).infer(infer_binary<bitwise_dtype>).kernel(bitwise_xor_kernel);
   // ternary
   def(OpId::where).infer(infer_where).kernel(where_kernel).vjp(where_vjp);
   def(OpId::clamp).infer(infer_unary<clamp_dtype>).kernel(clamp_kernel).vjp(clamp_vjp);
-  def(OpId::lerp).decomp(lerp_decomp);
+  def(OpId::lerp).infer(infer_lerp).kernel(lerp_kernel).vjp(lerp_vjp).decomp(lerp_decomp);
   def(OpId::addcmul).decomp(addcmul_decomp);
 }
 

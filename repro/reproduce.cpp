@@ -1,0 +1,121 @@
+// classify_run: the fp64 reference runs in the parent (its failure is the user's problem, reported as an
+// error); the backend run and the comparison run in a forked child.
+#include "repro/reproduce.h"
+
+#include <filesystem>
+#include <map>
+
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "ops/api.h"
+#include "repro/isolate.h"
+
+namespace kiln {
+
+namespace {
+
+std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(clone(t).detach());
+  return out;
+}
+
+std::map<std::string, BackendFn>& backends() {
+  static std::map<std::string, BackendFn> b = {
+      {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }}};
+  return b;
+}
+
+const BackendFn& backend_fn(const std::string& name) {
+  auto it = backends().find(name);
+  KILN_CHECK(it != backends().end(), "unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
+  return it->second;
+}
+
+}  // namespace
+
+void register_backend(const std::string& name, BackendFn fn) { backends()[name] = std::move(fn); }
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : backends()) names.push_back(name);
+  return names;
+}
+
+std::vector<Tensor> repro_inputs(const ReproFile& r, const std::string& repro_path) {
+  if (r.input_seed) return graph::seeded_inputs(r.graph, *r.input_seed);
+  KILN_CHECK(!r.input_dir.empty(), "{}: the repro names no inputs (expected 'inputs: seed N' or 'inputs: npy \"DIR\"')",
+             repro_path);
+  std::filesystem::path dir = std::filesystem::path(repro_path).parent_path() / r.input_dir;
+  for (const auto& [file, hash] : r.input_hashes) {
+    std::string got = content_hash_of_file((dir / file).string());
+    KILN_CHECK(got == hash, "{}: input file {} has hash {} but the repro recorded {}; the inputs changed since the "
+               "repro was written", repro_path, (dir / file).string(), got, hash);
+  }
+  return graph::load_inputs(r.graph, dir.string());
+}
+
+FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
+                              double tolerance, double timeout_s) {
+  const BackendFn& run_backend = backend_fn(backend);
+  GeneratorState seed_state = default_generator();
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  std::vector<Tensor> reference;
+  try {
+    reference = graph::run_graph(g, detached_clones(inputs), fp64);
+  } catch (const Error& e) {
+    fail("the fp64 reference run of this graph fails, so it cannot show a backend bug: {}", e.what());
+  }
+  IsolatedResult r = run_isolated([&]() -> std::string {
+    default_generator() = seed_state;  // random ops draw what the reference drew
+    std::vector<Tensor> outs;
+    try {
+      outs = run_backend(g, detached_clones(inputs));
+    } catch (const CompileError& e) {
+      return std::string("compile_error\n") + e.what();
+    } catch (const Error& e) {
+      return std::string("runtime_error\n") + e.what();
+    }
+    std::vector<Tensor> expected;
+    for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
+    CompareOptions opts;
+    opts.tol = tolerance;
+    CompareVerdict v = compare_outputs(expected, outs, reference, opts);
+    return v.ok ? std::string("none\n") : "accuracy\n" + v.str();
+  }, timeout_s);
+  switch (r.kind) {
+    case IsolatedResult::Kind::Crash: return {"crash", r.payload};
+    case IsolatedResult::Kind::Hang: return {"hang", r.payload};
+    case IsolatedResult::Kind::Error: return {"runtime_error", r.payload};
+    case IsolatedResult::Kind::Ok: break;
+  }
+  size_t nl = r.payload.find('\n');
+  return {r.payload.substr(0, nl), nl == std::string::npos ? "" : r.payload.substr(nl + 1)};
+}
+
+ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double timeout_s) {
+  // The recorded configuration applies to this run only.
+  std::vector<std::pair<Opt, std::string>> applied;
+  for (const auto& [name, value] : r.config) {
+    auto opt = find_option(name);
+    KILN_CHECK(opt.has_value(), "{}: the repro sets unknown option {} (see `kiln --help-options`)", repro_path, name);
+    set_option(*opt, value);
+    applied.emplace_back(*opt, value);
+  }
+  struct Restore {
+    std::vector<std::pair<Opt, std::string>>& a;
+    ~Restore() { for (auto& [o, v] : a) reset_option(o); }
+  } restore{applied};
+  ReproOutcome out;
+  std::vector<Tensor> inputs = repro_inputs(r, repro_path);
+  out.observed = classify_run(r.graph, inputs, r.backend, r.tolerance, timeout_s);
+  out.reproduces = same_failure(r.expected, out.observed);
+  return out;
+}
+
+}  // namespace kiln
