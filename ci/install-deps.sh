@@ -2,7 +2,7 @@
 # Installs every Debian package kiln needs to build, test and benchmark (idempotent: a no-op when present).
 set -euo pipefail
 packages=(build-essential cmake ninja-build git pkg-config
-          llvm-19-dev clang-19 libclang-rt-19-dev
+          llvm-19-dev clang-19 libclang-rt-19-dev libomp-19-dev
           libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
           libopenblas-dev libcli11-dev nlohmann-json3-dev python3 python3-numpy)
 missing=()
