@@ -1,15 +1,61 @@
-// CPU storage allocation with live/peak byte accounting.
+// CPU storage allocation with live/peak byte accounting and a bounded cache of freed large blocks.
 #include "core/device.h"
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "core/error.h"
 
 namespace kiln {
 namespace {
 std::atomic<int64_t> g_live{0}, g_peak{0};
+
+// Freed large blocks are kept for reuse, keyed by rounded size: glibc returns blocks above its mmap threshold
+// (at most 32 MB) to the kernel, so without this every large eager op would page-fault and zero its whole
+// output again. Bounded: beyond kCacheLimit bytes, blocks are really freed.
+constexpr size_t kCacheMinBlock = size_t(1) << 20;
+constexpr size_t kCacheLimit = size_t(1) << 30;
+struct BlockCache {
+  std::mutex mu;
+  std::unordered_multimap<size_t, void*> free_blocks;
+  size_t cached_bytes = 0;
+};
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;  // never destroyed: storages may be freed during static destruction
+  return *cache;
+}
+
+void* take_block(size_t rounded) {
+  if (rounded < kCacheMinBlock) return std::aligned_alloc(64, rounded);
+  BlockCache& c = block_cache();
+  {
+    std::lock_guard lock(c.mu);
+    auto it = c.free_blocks.find(rounded);
+    if (it != c.free_blocks.end()) {
+      void* p = it->second;
+      c.free_blocks.erase(it);
+      c.cached_bytes -= rounded;
+      return p;
+    }
+  }
+  return std::aligned_alloc(64, rounded);
+}
+
+void give_block(void* p, size_t rounded) {
+  if (rounded >= kCacheMinBlock) {
+    BlockCache& c = block_cache();
+    std::lock_guard lock(c.mu);
+    if (c.cached_bytes + rounded <= kCacheLimit) {
+      c.free_blocks.emplace(rounded, p);
+      c.cached_bytes += rounded;
+      return;
+    }
+  }
+  std::free(p);
+}
 
 void account(int64_t delta) {
   int64_t now = g_live.fetch_add(delta) + delta;
@@ -22,11 +68,11 @@ std::shared_ptr<Storage> Storage::allocate(int64_t nbytes, Device device) {
   KILN_CHECK(device.type == DeviceType::CPU, "allocation on {} is not available in this build", device.str());
   KILN_CHECK(nbytes >= 0, "cannot allocate a negative number of bytes ({})", nbytes);
   size_t rounded = (size_t(nbytes) + 63) / 64 * 64;
-  void* p = rounded ? std::aligned_alloc(64, rounded) : nullptr;
+  void* p = rounded ? take_block(rounded) : nullptr;
   if (rounded && !p) fail("out of memory allocating {} bytes on the CPU", nbytes);
   account(nbytes);
-  return std::make_shared<Storage>(p, nbytes, device, [nbytes](void* q) {
-    std::free(q);
+  return std::make_shared<Storage>(p, nbytes, device, [nbytes, rounded](void* q) {
+    if (q) give_block(q, rounded);
     account(-nbytes);
   });
 }

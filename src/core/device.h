@@ -20,7 +20,8 @@ struct Device {
 // A flat, untyped allocation. Tensors are typed, strided windows onto a Storage; views share one.
 class Storage {
  public:
-  // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Contents are uninitialised.
+  // Allocates `nbytes` on `device` (64-byte aligned on the CPU). Contents are uninitialised. Freed blocks of
+  // 1 MB and more are cached (up to 1 GB) and reused for allocations of the same size.
   static std::shared_ptr<Storage> allocate(int64_t nbytes, Device device = {});
   // Wraps memory owned elsewhere; `deleter` runs when the last tensor using it goes away.
   Storage(void* data, int64_t nbytes, Device device, std::function<void(void*)> deleter)
