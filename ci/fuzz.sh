@@ -9,24 +9,8 @@ cd "$(dirname "$0")/.."
 budget=${1:-60}
 dir=build-fuzz
 
-# Debian's clang-19 comes without an OpenMP runtime unless libomp-19-dev is installed; borrow the newest
-# installed LLVM libomp and its omp.h instead.
-omp=()
-if [[ ! -f "$(clang++-19 -print-resource-dir)/include/omp.h" ]]; then
-  omp_h=$(ls /usr/lib/llvm-*/lib/clang/*/include/omp.h 2>/dev/null | sort -V | tail -1)
-  omp_lib=$(ls /usr/lib/llvm-*/lib/libomp.so 2>/dev/null | sort -V | tail -1)
-  if [[ -z $omp_h || -z $omp_lib ]]; then
-    echo "fuzz.sh: clang-19 needs an OpenMP runtime: apt-get install libomp-19-dev (or libomp-dev)" >&2
-    exit 1
-  fi
-  mkdir -p "$dir/omp-include"
-  ln -sf "$omp_h" "$dir/omp-include/omp.h"
-  flags="-fopenmp=libomp -I$PWD/$dir/omp-include"
-  omp=("-DOpenMP_CXX_FLAGS=$flags" "-DOpenMP_C_FLAGS=$flags" -DOpenMP_CXX_LIB_NAMES=omp -DOpenMP_C_LIB_NAMES=omp
-       "-DOpenMP_omp_LIBRARY=$omp_lib")
-fi
-CC=clang-19 CXX=clang++-19 cmake -S . -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "${omp[@]}" >/dev/null
+bash ci/install-deps.sh  # clang-19, libclang-rt-19-dev (libFuzzer), libomp-19-dev (OpenMP for clang)
+CC=clang-19 CXX=clang++-19 cmake -S . -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$dir" --target kir-fuzzer
 
 # The fuzzer adds what it learns to a working corpus under build-fuzz/; the checked-in seeds stay small.
