@@ -38,6 +38,8 @@ IsolatedResult run_isolated(const std::function<std::string()>& body, double tim
     // GNU OpenMP's and OpenBLAS's thread pools do not survive fork(): the child computes on one thread.
     omp_set_num_threads(1);
     openblas_set_num_threads(1);
+    // A crash of the body is the result: die by the signal even where a sanitizer installed its own handlers.
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
     std::string msg;
     try {
       msg = "ok\n" + body();

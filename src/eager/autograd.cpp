@@ -139,8 +139,10 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t ou
   m.output_nr = output_nr;
 }
 
-std::shared_ptr<Node> make_op_node(const OpCall& call, const std::vector<Tensor>& outputs) {
-  auto node = std::make_shared<OpNode>(call, outputs);
+// A node whose edges come from `call`'s inputs. It saves `saved` when given (the same call with history-free
+// aliases, where saving the inputs themselves would make a reference cycle), else `call`.
+std::shared_ptr<Node> make_op_node(const OpCall& call, const std::vector<Tensor>& outputs, const OpCall* saved = nullptr) {
+  auto node = std::make_shared<OpNode>(saved ? *saved : call, outputs);
   node->sequence_nr = next_sequence_nr();
   for (const Tensor& t : call.flat_tensors()) node->next_edges.push_back(t.defined() && t.requires_grad() ? gradient_edge(t) : Edge{});
   for (const Tensor& o : outputs) node->output_metas.push_back(o.meta());
@@ -213,7 +215,11 @@ std::vector<Tensor> run_inplace_recorded(const OpCall& call) {
     outs = call.op->kernel(call);  // writes into self
   }
   self.storage()->bump_version();
-  auto node = make_op_node(saved, outs);
+  // Edges from the snapshot's history; the node keeps the snapshot without it (its history can lead back to
+  // self's base, which will point at this node).
+  OpCall saved_plain = saved;
+  saved_plain.args[0] = IValue(saved.tensor(0).detach());
+  auto node = make_op_node(saved, outs, &saved_plain);
   if (!base) {
     set_history(self, node, 0);
     return {self};
@@ -224,11 +230,17 @@ std::vector<Tensor> run_inplace_recorded(const OpCall& call) {
   copy_slices->sequence_nr = next_sequence_nr();
   copy_slices->next_edges.push_back(gradient_edge(b));
   for (size_t i = 1; i < node->next_edges.size(); ++i) copy_slices->next_edges.push_back(node->next_edges[i]);
+  // CopySlices routes the view's gradient itself; the op node's own edge to the view's old history is never
+  // followed, and holding it would close a cycle (base -> CopySlices -> node -> view history -> base).
+  static const std::shared_ptr<Node> unused_edge_target = std::make_shared<AccumulateGrad>(nullptr);
+  node->next_edges[0] = Edge{unused_edge_target, 0};
   copy_slices->output_metas.push_back(b.meta());
   copy_slices->pre_hooks.resize(1);
   set_history(b, copy_slices, 0);
   OpCall view_call = bind_args(op_info(OpId::as_strided), {b, self.sizes(), self.strides(), self.offset()});
-  auto view_node = make_op_node(view_call, {self});
+  OpCall view_saved = view_call;  // the as_strided VJP needs the base's geometry, not its history
+  view_saved.args[0] = IValue(b.detach());
+  auto view_node = make_op_node(view_call, {self}, &view_saved);
   set_history(self, view_node, 0);
   return {self};
 }

@@ -195,7 +195,8 @@ Tensor Tensor::detach() const {
   impl->dtype = dtype();
   impl->device = device();
   impl->wrapped_number = impl_->wrapped_number;
-  impl->view_base = impl_->view_base ? impl_->view_base : impl_;
+  // No view_base: a detached alias has no history to rewrite, and pointing back at the source would make a
+  // cycle when autograd saves detached outputs (output -> grad_fn -> saved alias -> output).
   return Tensor(std::move(impl));
 }
 
