@@ -4,6 +4,8 @@
 // the BLAS directly on the same operands (`vs_blas`).
 //   build/bench/kiln-bench --benchmark_filter='eager/' --benchmark_format=json
 #include <benchmark/benchmark.h>
+
+#include "bench_util.h"
 #include <cblas.h>
 #include <omp.h>
 
@@ -19,23 +21,6 @@ using namespace kiln;
 namespace {
 
 constexpr int64_t k16M = 16 * 1024 * 1024;
-
-double seconds_of(const std::function<void()>& f, int reps) {
-  f();  // warm up (page faults, caches)
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < reps; ++i) f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
-}
-
-// Bandwidth (bytes read + written per second) of a multi-threaded memcpy moving `bytes` in total.
-double copy_bandwidth(int64_t bytes) {
-  int64_t n = bytes / 2;  // half read, half written
-  std::vector<char> src(static_cast<size_t>(n), 1), dst(static_cast<size_t>(n));
-  double t = seconds_of([&] {
-    parallel_for(n, 1 << 20, [&](int64_t b, int64_t e) { std::memcpy(dst.data() + b, src.data() + b, size_t(e - b)); });
-  }, 10);
-  return double(bytes) / t;
-}
 
 // Runs `op` in the timing loop and reports GB/s for `bytes` moved per call, the same-run copy bandwidth, and
 // their ratio `vs_copy` (1.0 = as fast as copying the same bytes).

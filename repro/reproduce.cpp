@@ -24,27 +24,7 @@ std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
   return out;
 }
 
-std::map<std::string, BackendFn>& backends() {
-  static std::map<std::string, BackendFn> b = {
-      {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }}};
-  return b;
-}
-
-const BackendFn& backend_fn(const std::string& name) {
-  auto it = backends().find(name);
-  KILN_CHECK(it != backends().end(), "unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
-  return it->second;
-}
-
 }  // namespace
-
-void register_backend(const std::string& name, BackendFn fn) { backends()[name] = std::move(fn); }
-
-std::vector<std::string> backend_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, fn] : backends()) names.push_back(name);
-  return names;
-}
 
 std::vector<Tensor> repro_inputs(const ReproFile& r, const std::string& repro_path) {
   if (r.input_seed) return graph::seeded_inputs(r.graph, *r.input_seed);
@@ -61,7 +41,7 @@ std::vector<Tensor> repro_inputs(const ReproFile& r, const std::string& repro_pa
 
 FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
                               double tolerance, double timeout_s) {
-  const BackendFn& run_backend = backend_fn(backend);
+  const BackendFn& run_backend = find_backend(backend);
   GeneratorState seed_state = default_generator();
   graph::InterpretOptions fp64;
   fp64.fp64 = true;

@@ -5,15 +5,12 @@
 #include <functional>
 #include <string>
 
+#include "api/backends.h"
 #include "repro/repro.h"
 
 namespace kiln {
 
-// Backends a repro can name. "eager" (the reference interpreter) is always there; compiled backends register
-// themselves, and tests register deliberately broken ones.
-using BackendFn = std::function<std::vector<Tensor>(const graph::Graph&, const std::vector<Tensor>&)>;
-void register_backend(const std::string& name, BackendFn fn);
-std::vector<std::string> backend_names();
+// Backends a repro can name come from the one registry (api/backends.h).
 
 struct ReproOutcome {
   FailureSignature observed;

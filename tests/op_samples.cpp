@@ -5,9 +5,13 @@
 // asin/acos, away from kinks and ties), so central finite differences agree with the true derivative.
 #include "op_samples.h"
 
+#include <gtest/gtest.h>
 #include <rapidcheck/GenerationFailure.h>
+#include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -1337,6 +1341,21 @@ std::map<std::string, rc::Gen<OpSample>> non_differentiable_op_samples() {
   SampleTable t;
   add_non_differentiable(t);
   return t;
+}
+
+void check_property(const std::string& id, const std::function<void()>& property, int max_success) {
+  rc::detail::TestMetadata metadata;
+  metadata.id = id;
+  metadata.description = id;
+  rc::detail::TestParams params = rc::detail::configuration().testParams;
+  const char* env = std::getenv("RC_PARAMS");
+  if (!env || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = max_success;
+  auto result = rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params);
+  if (!result.template is<rc::detail::SuccessResult>()) {
+    std::ostringstream report;
+    rc::detail::printResultMessage(result, report);
+    ADD_FAILURE() << id << ":\n" << report.str();
+  }
 }
 
 }  // namespace kiln

@@ -4,6 +4,7 @@
 #pragma once
 #include <rapidcheck.h>
 
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -40,5 +41,9 @@ std::map<std::string, rc::Gen<OpSample>> differentiable_op_samples();
 // Samples for the rows flagged N (comparisons, logical and bitwise ops, arg-reductions, creation, random,
 // backward helpers), for the shape-inference property.
 std::map<std::string, rc::Gen<OpSample>> non_differentiable_op_samples();
+
+// Runs `property` with RapidCheck (`max_success` cases unless RC_PARAMS sets max_success); fails the current
+// GoogleTest with RapidCheck's report (the minimal failing sample and how to reproduce it).
+void check_property(const std::string& id, const std::function<void()>& property, int max_success = 25);
 
 }  // namespace kiln

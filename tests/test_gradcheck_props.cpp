@@ -48,24 +48,6 @@ const std::map<std::string, rc::Gen<OpSample>>& samples_of(bool differentiable) 
   return differentiable ? diff : non_diff;
 }
 
-// Runs `property` with RapidCheck (25 cases unless RC_PARAMS sets max_success); fails the current test
-// with RapidCheck's report (the minimal failing sample and how to reproduce it).
-template <class Property>
-void check_property(const std::string& id, Property property) {
-  rc::detail::TestMetadata metadata;
-  metadata.id = id;
-  metadata.description = id;
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  const char* env = std::getenv("RC_PARAMS");
-  if (!env || std::string(env).find("max_success") == std::string::npos) params.maxSuccess = 25;
-  auto result = rc::detail::checkProperty(rc::detail::toProperty(property), metadata, params);
-  if (!result.template is<rc::detail::SuccessResult>()) {
-    std::ostringstream report;
-    rc::detail::printResultMessage(result, report);
-    ADD_FAILURE() << id << ":\n" << report.str();
-  }
-}
-
 // The sample's positional args, with fresh copies for the arguments the op writes to (a leaf that requires
 // grad cannot be written in place, and the sample must stay unchanged across calls). With
 // write_through_view the copy is a view into a fresh base, which is appended to `bases`.

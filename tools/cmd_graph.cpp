@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "api/backends.h"
 #include "core/npy.h"
 #include "core/options.h"
 #include "eager/philox.h"
@@ -19,8 +20,6 @@
 
 namespace kiln::cli {
 namespace {
-
-constexpr std::string_view kBackends[] = {"eager"};
 
 struct RunArgs {
   std::string file;
@@ -76,8 +75,7 @@ std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
 }
 
 int run_run(const RunArgs& a) {
-  if (std::find(std::begin(kBackends), std::end(kBackends), a.backend) == std::end(kBackends))
-    fail("unknown backend '{}' (available: {})", a.backend, fmt::join(kBackends, ", "));
+  const BackendFn& backend = find_backend(a.backend);
   graph::Graph g = graph::load_graph(a.file);
   graph::verify_graph(g, a.file);
   uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
@@ -85,7 +83,7 @@ int run_run(const RunArgs& a) {
   if (!a.dump_dir.empty()) graph::save_inputs(g, inputs, a.dump_dir);
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
-  std::vector<Tensor> outputs = graph::run_graph(g, clones(inputs));
+  std::vector<Tensor> outputs = backend(g, clones(inputs));
   fmt::print("{} ({} inputs {}, backend {}):\n", a.file, inputs.size(),
              a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir, a.backend);
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -123,9 +121,9 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   runners["fmt"] = [] { return run_fmt(fmt_file, in_place); };
 
   static RunArgs run_args;
-  auto* run = app.add_subcommand("run", "run a .kir graph with the reference interpreter and summarise its outputs");
+  auto* run = app.add_subcommand("run", "run a .kir graph (reference interpreter or a compiled backend) and summarise its outputs");
   run->add_option("graph", run_args.file, "the .kir file")->required();
-  run->add_option("--backend", run_args.backend, "backend to run the graph with (available: eager)")
+  run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or inductor (compiled)")
       ->default_str("eager");
   auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
                                  "directory with one .npy per graph input, named after it (%x -> x.npy)");

@@ -26,6 +26,7 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"bisect", "every decision of the bisection hook should_run()"},
     {"interpreter", "each node the reference interpreter runs"},
     {"cache", "kernel cache hits, misses and evictions"},
+    {"lowering", "inductor lowering decisions: realise or inline, fallbacks to eager kernels, and why"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

@@ -20,6 +20,7 @@ enum class LogChannel : uint8_t {
   Bisect,       // every should_run() decision of the bisection hook
   Interpreter,  // each node the reference interpreter runs
   Cache,        // kernel cache hits, misses and evictions
+  Lowering,     // inductor lowering decisions (realise or inline, fallbacks) and their reasons
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);

@@ -121,9 +121,21 @@ std::vector<Tensor> alloc_outputs(const OpCall& call) {
   return outs;
 }
 
+namespace {
+thread_local MetaCallRecorder* t_recorder = nullptr;
+}  // namespace
+
+ScopedMetaCallRecorder::ScopedMetaCallRecorder(MetaCallRecorder* r) : previous_(t_recorder) { t_recorder = r; }
+ScopedMetaCallRecorder::~ScopedMetaCallRecorder() { t_recorder = previous_; }
+
 std::vector<Tensor> dispatch(const OpCall& call) {
   const OpInfo& op = *call.op;
   if (call.any_meta()) {
+    if (t_recorder) {
+      MetaCallRecorder* r = t_recorder;
+      ScopedMetaCallRecorder off(nullptr);  // the recorder's own shape inference must not record
+      return r->record(call);
+    }
     std::vector<Tensor> outs;
     for (const TensorMeta& m : infer_meta(call)) outs.push_back(Tensor::meta(m));
     return outs;

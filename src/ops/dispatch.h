@@ -23,6 +23,25 @@ std::vector<Tensor> call_op_named(std::string_view name, std::vector<IValue> pos
 // Output metas of a call whose tensors may be meta (the registered infer function, else the decomposition
 // traced on meta tensors).
 std::vector<TensorMeta> infer_meta(const OpCall& call);
+// Graph recording: while a recorder is installed on this thread, every call whose tensors are meta goes to it
+// instead of shape inference. The inductor uses this to turn an op's decomposition (written against the Tensor
+// API) into graph nodes: it runs the decomposition on meta tensors standing for graph values.
+class MetaCallRecorder {
+ public:
+  virtual ~MetaCallRecorder() = default;
+  virtual std::vector<Tensor> record(const OpCall& call) = 0;
+};
+class ScopedMetaCallRecorder {
+ public:
+  explicit ScopedMetaCallRecorder(MetaCallRecorder* r);
+  ~ScopedMetaCallRecorder();
+  ScopedMetaCallRecorder(const ScopedMetaCallRecorder&) = delete;
+  ScopedMetaCallRecorder& operator=(const ScopedMetaCallRecorder&) = delete;
+
+ private:
+  MetaCallRecorder* previous_;
+};
+
 // Allocates contiguous outputs for `call` from its infer function (kernels use this).
 std::vector<Tensor> alloc_outputs(const OpCall& call);
 

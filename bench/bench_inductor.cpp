@@ -1,0 +1,138 @@
+// inductor/* benchmarks: compiled graphs against the eager interpreter and a multi-threaded copy of the same
+// bytes, all measured in the same run. Counters: eager_ms, speedup (eager / compiled), GB/s over the bytes that
+// must move (inputs read once, outputs written once), copy_GB/s and vs_copy; memory cases report peak bytes
+// of compiled and eager runs. Compile latency: inductor/compile_chain100_cold (no kernel cache: a fresh cache
+// directory and an empty in-memory index per iteration) and inductor/compile_chain100_cached (a hit).
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "bench_util.h"
+#include "core/device.h"
+#include "core/options.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "inductor/compile.h"
+#include "runtime/jit.h"
+
+namespace kiln {
+namespace {
+
+graph::Graph parse(const std::string& text) { return graph::parse_graph(text, "bench.kir"); }
+
+std::string chain_text(int ops, int64_t n) {
+  static const char* const kOps[] = {"sin", "tanh", "neg", "sigmoid", "cos"};
+  std::string s = fmt::format("graph chain(%x: f32[{}]) {{\n", n);
+  std::string prev = "%x";
+  for (int i = 0; i < ops; ++i) {
+    std::string cur = fmt::format("%t{}", i);
+    if (i % 3 == 1) s += fmt::format("  {} = mul({}, 0.5) : f32[{}]\n", cur, prev, n);
+    else if (i % 3 == 2) s += fmt::format("  {} = add({}, 1.0) : f32[{}]\n", cur, prev, n);
+    else s += fmt::format("  {} = {}({}) : f32[{}]\n", cur, kOps[(i / 3) % 5], prev, n);
+    prev = cur;
+  }
+  return s + fmt::format("  return {}\n}}\n", prev);
+}
+
+// pointwise10: ten cheap pointwise ops over 16M f32 (memory-bound when fused).
+std::string pointwise10_text() {
+  const int64_t n = 16 * 1024 * 1024;
+  std::string s = fmt::format("graph pointwise10(%x: f32[{}], %y: f32[{}]) {{\n", n, n);
+  const char* ops[] = {"add(%x, %y)", "mul(%t0, 0.5)", "sub(%t1, %y)", "relu(%t2)", "mul(%t3, %x)",
+                       "add(%t4, 1.0)", "maximum(%t5, %y)", "mul(%t6, 2.0)", "sub(%t7, 0.25)", "abs(%t8)"};
+  for (int i = 0; i < 10; ++i) s += fmt::format("  %t{} = {} : f32[{}]\n", i, ops[i], n);
+  return s + "  return %t9\n}\n";
+}
+
+void run_case(benchmark::State& state, const graph::Graph& g, int64_t bytes, bool report_memory) {
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  graph::Interpreter eager(g);
+  double eager_s = seconds_of([&] { eager.run(inputs); }, 3);
+  double compiled_s = seconds_of([&] { (*c)(inputs); }, 3);
+  for (auto _ : state) benchmark::DoNotOptimize((*c)(inputs));
+  double copy_bw = copy_bandwidth(bytes);
+  state.counters["eager_ms"] = eager_s * 1e3;
+  state.counters["compiled_ms"] = compiled_s * 1e3;
+  state.counters["speedup"] = eager_s / compiled_s;
+  state.counters["GB/s"] = double(bytes) / compiled_s * 1e-9;
+  state.counters["copy_GB/s"] = copy_bw * 1e-9;
+  state.counters["vs_copy"] = double(bytes) / compiled_s / copy_bw;
+  state.counters["kernels"] = c->stats().kernels;
+  if (report_memory) {
+    int64_t base = Storage::live_bytes();
+    Storage::reset_peak_bytes();
+    eager.run(inputs);
+    int64_t eager_peak = Storage::peak_bytes() - base;
+    Storage::reset_peak_bytes();
+    (*c)(inputs);
+    int64_t compiled_peak = Storage::peak_bytes() - base;
+    state.counters["eager_peak_bytes"] = double(eager_peak);
+    state.counters["compiled_peak_bytes"] = double(compiled_peak);
+    state.counters["peak_vs_eager"] = double(compiled_peak) / double(eager_peak);
+  }
+}
+
+void BM_pointwise10(benchmark::State& state) {
+  run_case(state, parse(pointwise10_text()), 3 * int64_t(16) * 1024 * 1024 * 4, false);
+}
+void BM_softmax(benchmark::State& state) {
+  run_case(state, parse("graph s(%x: f32[4096, 4096]) {\n  %y = softmax(%x, -1) : f32[4096, 4096]\n  return %y\n}\n"),
+           2 * int64_t(4096) * 4096 * 4, false);
+}
+void BM_layernorm(benchmark::State& state) {
+  run_case(state, parse("graph l(%x: f32[4096, 4096], %w: f32[4096], %b: f32[4096]) {\n"
+                        "  %y = layer_norm(%x, [4096], %w, %b) : f32[4096, 4096]\n  return %y\n}\n"),
+           2 * int64_t(4096) * 4096 * 4, false);
+}
+void BM_row_sum(benchmark::State& state) {
+  run_case(state, parse("graph r(%x: f32[4096, 4096]) {\n  %y = sum(%x, [1]) : f32[4096]\n  return %y\n}\n"),
+           int64_t(4096) * 4096 * 4 + 4096 * 4, false);
+}
+void BM_chain100(benchmark::State& state) {
+  run_case(state, parse(chain_text(100, 1 << 20)), 2 * int64_t(1 << 20) * 4, true);
+}
+void BM_mlp(benchmark::State& state) {
+  graph::Graph g = parse(
+      "graph mlp(%x: f32[512, 1024], %w1: f32[1024, 1024], %b1: f32[1024], %w2: f32[1024, 1024], %b2: f32[1024]) {\n"
+      "  %h = linear(%x, %w1, %b1) : f32[512, 1024]\n  %a = gelu(%h) : f32[512, 1024]\n"
+      "  %o = linear(%a, %w2, %b2) : f32[512, 1024]\n  %r = relu(%o) : f32[512, 1024]\n  return %r\n}\n");
+  // Bytes that must move: inputs once and the output once (the matrix products dominate the time).
+  run_case(state, g, (512 * 1024 + 2 * 1024 * 1024 + 2 * 1024 + 512 * 1024) * int64_t(4), true);
+}
+
+void BM_compile_chain100_cold(benchmark::State& state) {
+  graph::Graph g = parse(chain_text(100, 1 << 20));
+  compile(g);  // the JIT itself is initialised once per process, outside the measurement
+  int i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto dir = std::filesystem::temp_directory_path() / fmt::format("kiln-bench-cold-{}-{}", ::getpid(), i++);
+    set_option(Opt::CacheDir, dir.string());
+    runtime::KernelJit::instance().forget_memory_cache();
+    state.ResumeTiming();
+    benchmark::DoNotOptimize(compile(g));
+    state.PauseTiming();
+    std::filesystem::remove_all(dir);
+    state.ResumeTiming();
+  }
+  reset_option(Opt::CacheDir);
+}
+void BM_compile_chain100_cached(benchmark::State& state) {
+  graph::Graph g = parse(chain_text(100, 1 << 20));
+  compile(g);
+  for (auto _ : state) benchmark::DoNotOptimize(compile(g));
+}
+
+BENCHMARK(BM_pointwise10)->Name("inductor/pointwise10_f32_16M")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_softmax)->Name("inductor/softmax_4096x4096")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_layernorm)->Name("inductor/layernorm_4096x4096")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_row_sum)->Name("inductor/row_sum_4096x4096")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_chain100)->Name("inductor/chain100_f32_1M")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mlp)->Name("inductor/mlp_forward_512x1024")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_compile_chain100_cold)->Name("inductor/compile_chain100_cold")->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(BM_compile_chain100_cached)->Name("inductor/compile_chain100_cached")->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,48 @@
+// The backend registry (see backends.h).
+#include "api/backends.h"
+
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "graph/interpreter.h"
+#include "inductor/compile.h"
+
+namespace kiln {
+
+namespace {
+
+std::mutex g_mutex;
+
+std::map<std::string, BackendFn>& backends() {
+  static std::map<std::string, BackendFn> b = {
+      {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }},
+      {"inductor", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g))(in); }},
+  };
+  return b;
+}
+
+}  // namespace
+
+void register_backend(const std::string& name, BackendFn fn) {
+  std::lock_guard lock(g_mutex);
+  backends()[name] = std::move(fn);
+}
+
+std::vector<std::string> backend_names() {
+  std::lock_guard lock(g_mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : backends()) names.push_back(name);
+  return names;
+}
+
+const BackendFn& find_backend(const std::string& name) {
+  {
+    std::lock_guard lock(g_mutex);
+    auto it = backends().find(name);
+    if (it != backends().end()) return it->second;
+  }
+  fail("unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
+}
+
+}  // namespace kiln

@@ -1,0 +1,498 @@
+// LLVM IR emission for fused kernels (see codegen_llvm.h). Loops are emitted in the plain
+// header/body/latch form; SROA, loop rotation, LICM and the loop vectoriser of the O2 pipeline (run in
+// runtime/jit.cpp) do the rest. Accumulators live in allocas that SROA promotes to registers.
+#include "inductor/codegen_llvm.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace kiln::inductor {
+
+namespace {
+
+using llvm::Value;
+
+class Emitter {
+ public:
+  Emitter(llvm::Module& m, const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), k_(k), lg_(lg), args_(args) {
+    for (size_t i = 0; i < args.size(); ++i) slot_[args[i]] = int(i);
+  }
+
+  void emit(const std::string& symbol);
+
+ private:
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const Kernel& k_;
+  const LoweredGraph& lg_;
+  const std::vector<int>& args_;
+  std::map<int, int> slot_;
+  std::vector<Value*> ptrs_;
+  Value* status_ = nullptr;
+  Value* begin_ = nullptr;
+  Value* end_ = nullptr;
+  llvm::Function* fn_ = nullptr;
+  std::unordered_map<std::string, Value*> vars_;
+  std::unordered_map<const SNode*, Value*> memo_;
+  std::map<int, std::pair<std::string, Value*>> registers_;  // same-point reads of reduction results
+  Value* acc_ = nullptr;  // the accumulator while emitting a finalize expression
+
+  llvm::Type* i64() { return b_.getInt64Ty(); }
+  Value* c64(int64_t v) { return b_.getInt64(uint64_t(v)); }
+
+  llvm::Type* compute_type(DType dt) {
+    switch (compute_dtype_of(dt)) {
+      case DType::Bool: return b_.getInt1Ty();
+      case DType::I8: case DType::U8: return b_.getInt8Ty();
+      case DType::I16: return b_.getInt16Ty();
+      case DType::I32: return b_.getInt32Ty();
+      case DType::I64: return b_.getInt64Ty();
+      case DType::F64: return b_.getDoubleTy();
+      default: return b_.getFloatTy();
+    }
+  }
+  llvm::Type* storage_type(DType dt) {
+    switch (dt) {
+      case DType::F16: return b_.getHalfTy();
+      case DType::BF16: return b_.getInt16Ty();
+      case DType::Bool: return b_.getInt8Ty();
+      default: return compute_type(dt);
+    }
+  }
+  static bool is_unsigned(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
+
+  // ---- conversions
+  Value* cast(Value* v, DType from, DType to) {
+    from = compute_dtype_of(from);
+    to = compute_dtype_of(to);
+    if (from == to) return v;
+    llvm::Type* t = compute_type(to);
+    if (to == DType::Bool) {
+      return is_floating(from) ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
+                               : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    }
+    if (is_floating(from) && is_floating(to)) return b_.CreateFPCast(v, t);
+    if (is_floating(to)) return is_unsigned(from) ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t);
+    if (is_floating(from)) {  // like C++'s T(int64_t(v)) in the eager kernels, without poison out of range
+      Value* wide = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i64(), v->getType()}, {v});
+      return b_.CreateTrunc(wide, t);
+    }
+    return b_.CreateIntCast(v, t, !is_unsigned(from));
+  }
+  Value* to_storage(Value* v, DType dt) {
+    switch (dt) {
+      case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
+      case DType::BF16: {  // round to nearest even on the f32 bits; NaN stays a quiet NaN
+        Value* bits = b_.CreateBitCast(v, b_.getInt32Ty());
+        Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+        Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7fff))), 16);
+        Value* nan = b_.CreateFCmpUNO(v, v);
+        return b_.CreateSelect(nan, b_.getInt16(0x7fc0), b_.CreateTrunc(rounded, b_.getInt16Ty()));
+      }
+      case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
+      default: return v;
+    }
+  }
+  Value* from_storage(Value* v, DType dt) {
+    switch (dt) {
+      case DType::F16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::BF16: return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+      case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
+      default: return v;
+    }
+  }
+
+  // ---- indices
+  Value* index(const Index& ix) {
+    Value* r = c64(ix.constant);
+    for (const auto& [atom, k] : ix.terms) {
+      Value* a;
+      if (atom->kind == IndexAtom::Kind::Var) {
+        auto it = vars_.find(atom->key);
+        KILN_CHECK(it != vars_.end(), "codegen: index variable {} is not bound in kernel {}", atom->key, k_.name);
+        a = it->second;
+      } else {
+        Value* arg = index(atom->arg);
+        a = atom->kind == IndexAtom::Kind::Div ? b_.CreateSDiv(arg, c64(atom->divisor)) : b_.CreateSRem(arg, c64(atom->divisor));
+      }
+      r = b_.CreateAdd(r, k == 1 ? a : b_.CreateMul(a, c64(k), "", false, true), "", false, true);
+    }
+    return r;
+  }
+
+  Value* element_ptr(int buffer, const Index& ix) {
+    const Buffer& buf = lg_.buffers[size_t(buffer)];
+    return b_.CreateInBoundsGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(buffer))), index(ix));
+  }
+  Value* load(int buffer, const Index& ix) {
+    auto reg = registers_.find(buffer);
+    if (reg != registers_.end() && reg->second.first == ix.str()) return reg->second.second;
+    const Buffer& buf = lg_.buffers[size_t(buffer)];
+    llvm::Type* t = storage_type(buf.dtype);
+    llvm::LoadInst* ld = b_.CreateLoad(t, element_ptr(buffer, ix));
+    ld->setAlignment(llvm::Align(dtype_size(buf.dtype)));
+    return from_storage(ld, buf.dtype);
+  }
+  void store(int buffer, const Index& ix, Value* v, DType v_dtype) {
+    const Buffer& buf = lg_.buffers[size_t(buffer)];
+    Value* s = to_storage(cast(v, v_dtype, buf.dtype), buf.dtype);
+    llvm::StoreInst* st = b_.CreateStore(s, element_ptr(buffer, ix));
+    st->setAlignment(llvm::Align(dtype_size(buf.dtype)));
+  }
+
+  // ---- math
+  llvm::FunctionCallee libm(const std::string& base, llvm::Type* t, int arity) {
+    std::string name = t->isFloatTy() ? base + "f" : base;
+    std::vector<llvm::Type*> params(size_t(arity), t);
+    llvm::FunctionCallee f = m_.getOrInsertFunction(name, llvm::FunctionType::get(t, params, false));
+    if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+      fn->setDoesNotThrow();
+      fn->setWillReturn();
+      fn->setMemoryEffects(llvm::MemoryEffects::none());
+    }
+    return f;
+  }
+  Value* call1(const std::string& base, Value* x) { return b_.CreateCall(libm(base, x->getType(), 1), {x}); }
+  Value* fconst(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
+
+  // e^x for f32 as a branch-free polynomial (Cephes expf), scaled by 2^n in two steps so every step stays a
+  // normal number: within 2 ulp of expf, +-inf and NaN handled, vectorisable.
+  Value* exp_f32(Value* x) {
+    llvm::Type* f = x->getType();
+    llvm::Type* i32 = b_.getInt32Ty();
+    Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, fconst(f, -104.0)), fconst(f, 88.8));
+    Value* fx = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b_.CreateFMul(xc, fconst(f, 1.44269504088896341)));
+    Value* r = b_.CreateFSub(xc, b_.CreateFMul(fx, fconst(f, 0.693359375)));
+    r = b_.CreateFAdd(r, b_.CreateFMul(fx, fconst(f, 2.12194440e-4)));
+    Value* z = b_.CreateFMul(r, r);
+    Value* y = fconst(f, 1.9875691500e-4);
+    for (double c : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+      y = b_.CreateFAdd(b_.CreateFMul(y, r), fconst(f, c));
+    y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(y, z), r), fconst(f, 1.0));
+    Value* n = b_.CreateFPToSI(fx, i32);
+    Value* n1 = b_.CreateSDiv(n, b_.getInt32(2));
+    Value* n2 = b_.CreateSub(n, n1);
+    auto pow2 = [&](Value* e) { return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, b_.getInt32(127)), 23), f); };
+    Value* result = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, result);
+  }
+
+  Value* unary(SOp op, Value* x, DType dt) {
+    const bool fl = is_floating(dt);
+    llvm::Type* t = x->getType();
+    switch (op) {
+      case SOp::Neg: return fl ? b_.CreateFNeg(x) : b_.CreateSub(llvm::ConstantInt::get(t, 0), x);
+      case SOp::Abs:
+        if (fl) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+        return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(t, 0)), b_.CreateSub(llvm::ConstantInt::get(t, 0), x), x);
+      case SOp::Exp: return t->isFloatTy() ? exp_f32(x) : call1("exp", x);
+      case SOp::Exp2: return call1("exp2", x);
+      case SOp::Log: return call1("log", x);
+      case SOp::Log2: return call1("log2", x);
+      case SOp::Log1p: return call1("log1p", x);
+      case SOp::Expm1: return call1("expm1", x);
+      case SOp::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+      case SOp::Sin: return call1("sin", x);
+      case SOp::Cos: return call1("cos", x);
+      case SOp::Tan: return call1("tan", x);
+      case SOp::Tanh: return call1("tanh", x);
+      case SOp::Asin: return call1("asin", x);
+      case SOp::Acos: return call1("acos", x);
+      case SOp::Atan: return call1("atan", x);
+      case SOp::Sinh: return call1("sinh", x);
+      case SOp::Cosh: return call1("cosh", x);
+      case SOp::Erf: return call1("erf", x);
+      case SOp::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x);
+      case SOp::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x);
+      case SOp::RoundEven: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x);
+      case SOp::Trunc: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x);
+      case SOp::IsNan: return b_.CreateFCmpUNO(x, x);
+      case SOp::IsInf:
+        return b_.CreateFCmpOEQ(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), llvm::ConstantFP::getInfinity(t));
+      case SOp::Not: return b_.CreateNot(x);
+      default: break;
+    }
+    fail("codegen: {} is not a unary op", sop_name(op));
+  }
+
+  Value* binary(SOp op, Value* x, Value* y, DType dt) {
+    const bool fl = is_floating(dt);
+    const bool uns = is_unsigned(dt);
+    switch (op) {
+      case SOp::Add: return fl ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
+      case SOp::Sub: return fl ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
+      case SOp::Mul: return fl ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
+      case SOp::Div: return b_.CreateFDiv(x, y);
+      case SOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y);
+      case SOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y);
+      case SOp::Pow: return b_.CreateCall(libm("pow", x->getType(), 2), {x, y});
+      case SOp::Atan2: return b_.CreateCall(libm("atan2", x->getType(), 2), {x, y});
+      case SOp::Eq: return fl ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
+      case SOp::Ne: return fl ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y);
+      case SOp::Lt: return fl ? b_.CreateFCmpOLT(x, y) : uns ? b_.CreateICmpULT(x, y) : b_.CreateICmpSLT(x, y);
+      case SOp::Le: return fl ? b_.CreateFCmpOLE(x, y) : uns ? b_.CreateICmpULE(x, y) : b_.CreateICmpSLE(x, y);
+      case SOp::Gt: return fl ? b_.CreateFCmpOGT(x, y) : uns ? b_.CreateICmpUGT(x, y) : b_.CreateICmpSGT(x, y);
+      case SOp::Ge: return fl ? b_.CreateFCmpOGE(x, y) : uns ? b_.CreateICmpUGE(x, y) : b_.CreateICmpSGE(x, y);
+      case SOp::And: return b_.CreateAnd(x, y);
+      case SOp::Or: return b_.CreateOr(x, y);
+      case SOp::Xor: return b_.CreateXor(x, y);
+      default: break;
+    }
+    fail("codegen: {} is not a binary op", sop_name(op));
+  }
+
+  Value* value(const SExpr& e) {
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    Value* v = nullptr;
+    const DType dt = e->dtype;
+    switch (e->op) {
+      case SOp::Const:
+        v = is_floating(dt) ? fconst(compute_type(dt), e->fvalue)
+                            : llvm::ConstantInt::get(compute_type(dt), uint64_t(e->ivalue), true);
+        break;
+      case SOp::Load:
+        v = e->buffer == kAccumulatorBuffer ? acc_ : load(e->buffer, e->index);
+        break;
+      case SOp::IndexValue: v = index(e->index); break;
+      case SOp::Cast: v = cast(value(e->args[0]), e->args[0]->dtype, dt); break;
+      case SOp::Where: v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2])); break;
+      case SOp::Helper: {
+        std::vector<Value*> args;
+        std::vector<llvm::Type*> types;
+        for (const SExpr& a : e->args) {
+          args.push_back(value(a));
+          types.push_back(args.back()->getType());
+        }
+        args.push_back(status_);
+        types.push_back(b_.getPtrTy());
+        auto callee = m_.getOrInsertFunction(e->helper, llvm::FunctionType::get(compute_type(dt), types, false));
+        v = b_.CreateCall(callee, args);
+        break;
+      }
+      case SOp::Trap: {  // an injected crash: a write to an unmapped address
+        Value* x = value(e->args[0]);
+        b_.CreateStore(b_.getInt32(0), b_.CreateIntToPtr(c64(8), b_.getPtrTy()), /*isVolatile=*/true);
+        v = x;
+        break;
+      }
+      case SOp::Fail: {  // an injected runtime error: the host reports the status after the kernel
+        Value* x = value(e->args[0]);
+        llvm::StoreInst* st = b_.CreateStore(b_.getInt32(1), status_);
+        st->setAtomic(llvm::AtomicOrdering::Monotonic);
+        st->setAlignment(llvm::Align(4));
+        v = x;
+        break;
+      }
+      case SOp::Invalid: {  // an injected compile error: a terminator in the middle of a block
+        v = value(e->args[0]);
+        b_.CreateUnreachable();
+        break;
+      }
+      default:
+        if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
+        else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
+        break;
+    }
+    memo_[e.get()] = v;
+    return v;
+  }
+
+  // ---- loops
+  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    auto* inner = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64(), 2);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), inner, exit);
+    b_.SetInsertPoint(inner);
+    body(iv);
+    Value* next = b_.CreateAdd(iv, c64(1), "", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  // Loops over each non-constant variable of `vars` (extents in `sizes`); `parallel` (-1: none) runs [begin, end).
+  void nest(const std::vector<Index>& vars, const Shape& sizes, size_t from, int parallel, const std::function<void()>& body) {
+    if (from == vars.size()) return body();
+    if (vars[from].is_constant()) return nest(vars, sizes, from + 1, parallel, body);
+    bool par = int(from) == parallel;
+    loop(par ? begin_ : c64(0), par ? end_ : c64(sizes[from]), [&](Value* iv) {
+      vars_[vars[from].terms[0].first->key] = iv;
+      nest(vars, sizes, from + 1, parallel, body);
+    });
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* t) {
+    llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    return eb.CreateAlloca(t);
+  }
+
+  void emit_pointwise(const KernelLoop& l, int parallel) {
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    std::vector<Index> inner(l.idx.begin() + int64_t(k_.outer_vars.size()), l.idx.end());
+    Shape inner_sizes(n.sizes.begin() + int64_t(k_.outer.size()), n.sizes.end());
+    nest(inner, inner_sizes, 0, parallel, [&] {
+      memo_.clear();
+      store(n.buffer, ix_linear(l.idx, n.sizes), value(l.value), l.value->dtype);
+    });
+    memo_.clear();
+  }
+
+  void emit_reduction(const KernelLoop& l) {
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    const DType dt = l.value->dtype;
+    llvm::Type* t = compute_type(dt);
+    const bool fl = is_floating(dt);
+    llvm::AllocaInst* acc = entry_alloca(t);
+    llvm::AllocaInst* arg = nullptr;  // ArgMax/ArgMin: the index of the best element (-1 before the first)
+    Value* init;
+    switch (n.reduce) {
+      case ReduceOp::Sum: init = fl ? fconst(t, 0.0) : llvm::ConstantInt::get(t, 0); break;
+      case ReduceOp::Prod: init = fl ? fconst(t, 1.0) : llvm::ConstantInt::get(t, 1); break;
+      case ReduceOp::Max:
+        init = fl ? llvm::ConstantFP::getInfinity(t, true)
+                  : (dt == DType::Bool ? b_.getFalse() : llvm::ConstantInt::get(t, is_unsigned(dt) ? llvm::APInt::getMinValue(t->getIntegerBitWidth()) : llvm::APInt::getSignedMinValue(t->getIntegerBitWidth())));
+        break;
+      case ReduceOp::Min:
+        init = fl ? llvm::ConstantFP::getInfinity(t, false)
+                  : (dt == DType::Bool ? b_.getTrue() : llvm::ConstantInt::get(t, is_unsigned(dt) ? llvm::APInt::getMaxValue(t->getIntegerBitWidth()) : llvm::APInt::getSignedMaxValue(t->getIntegerBitWidth())));
+        break;
+      case ReduceOp::Any: init = b_.getFalse(); break;
+      case ReduceOp::All: init = b_.getTrue(); break;
+      case ReduceOp::ArgMax: case ReduceOp::ArgMin:
+        init = fl ? fconst(t, 0.0) : llvm::ConstantInt::get(t, 0);
+        arg = entry_alloca(i64());
+        b_.CreateStore(c64(-1), arg);
+        break;
+    }
+    b_.CreateStore(init, acc);
+    llvm::FastMathFlags reassoc;
+    reassoc.setAllowReassoc();
+    nest(l.ridx, n.rsizes, 0, -1, [&] {
+      memo_.clear();
+      Value* v = value(l.value);
+      Value* a = b_.CreateLoad(t, acc);
+      Value* r = nullptr;
+      switch (n.reduce) {
+        case ReduceOp::Sum:
+          r = fl ? b_.CreateFAdd(a, v) : b_.CreateAdd(a, v);
+          if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+          break;
+        case ReduceOp::Prod:
+          r = fl ? b_.CreateFMul(a, v) : b_.CreateMul(a, v);
+          if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+          break;
+        case ReduceOp::Max: case ReduceOp::Min: {
+          bool mx = n.reduce == ReduceOp::Max;
+          if (fl) r = b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a, v);
+          else if (dt == DType::Bool) r = mx ? b_.CreateOr(a, v) : b_.CreateAnd(a, v);
+          else r = b_.CreateSelect(mx ? binary(SOp::Gt, v, a, dt) : binary(SOp::Lt, v, a, dt), v, a);
+          break;
+        }
+        case ReduceOp::Any: r = b_.CreateOr(a, v); break;
+        case ReduceOp::All: r = b_.CreateAnd(a, v); break;
+        case ReduceOp::ArgMax: case ReduceOp::ArgMin: {
+          // Ties keep the first index; NaN beats any number and the first NaN wins (as eager).
+          Value* cur = b_.CreateLoad(i64(), arg);
+          Value* better = binary(n.reduce == ReduceOp::ArgMax ? SOp::Gt : SOp::Lt, v, a, dt);
+          if (fl) better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
+          Value* take = b_.CreateOr(b_.CreateICmpSLT(cur, c64(0)), better);
+          b_.CreateStore(b_.CreateSelect(take, index(ix_linear(l.ridx, n.rsizes)), cur), arg);
+          r = b_.CreateSelect(take, v, a);
+          break;
+        }
+      }
+      b_.CreateStore(r, acc);
+    });
+    memo_.clear();
+    Value* result = b_.CreateLoad(t, acc);
+    DType result_dt = dt;
+    if (arg) {
+      result = b_.CreateLoad(i64(), arg);
+      result_dt = DType::I64;
+    }
+    if (n.finalize) {
+      acc_ = result;
+      SExpr f = n.finalize(s_load(kAccumulatorBuffer, ix_const(0), result_dt));
+      result = value(f);
+      result_dt = f->dtype;
+      memo_.clear();
+      acc_ = nullptr;
+    }
+    Index at = ix_linear(l.idx, n.sizes);
+    store(n.buffer, at, result, result_dt);
+    // Later loops of this kernel read the value for this outer point from a register (as stored, then loaded).
+    const Buffer& buf = lg_.buffers[size_t(n.buffer)];
+    registers_[n.buffer] = {at.str(), from_storage(to_storage(cast(result, result_dt, buf.dtype), buf.dtype), buf.dtype)};
+  }
+};
+
+void Emitter::emit(const std::string& symbol) {
+  llvm::Type* ptr = b_.getPtrTy();
+  // The body takes each buffer as its own noalias pointer; the entry point unpacks the array and calls it
+  // (always inlined), which tells the vectoriser the buffers do not overlap.
+  std::vector<llvm::Type*> params(args_.size(), ptr);
+  params.push_back(i64());
+  params.push_back(i64());
+  params.push_back(ptr);
+  auto* body_ty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+  fn_ = llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, symbol + "_body", m_);
+  fn_->addFnAttr(llvm::Attribute::AlwaysInline);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  for (size_t i = 0; i < args_.size() + 3; ++i)
+    if (i < args_.size() || i == args_.size() + 2) fn_->addParamAttr(unsigned(i), llvm::Attribute::NoAlias);
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  b_.SetInsertPoint(entry);
+  for (size_t i = 0; i < args_.size(); ++i) ptrs_.push_back(fn_->getArg(unsigned(i)));
+  begin_ = fn_->getArg(unsigned(args_.size()));
+  end_ = fn_->getArg(unsigned(args_.size() + 1));
+  status_ = fn_->getArg(unsigned(args_.size() + 2));
+  nest(k_.outer_vars, k_.outer, 0, k_.parallel_loop == -1 ? k_.parallel_dim : -1, [&] {
+    registers_.clear();
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      const KernelLoop& l = k_.loops[i];
+      if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) {
+        emit_reduction(l);
+      } else {
+        int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
+        emit_pointwise(l, par);
+      }
+    }
+  });
+  b_.CreateRetVoid();
+
+  auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64(), i64(), ptr}, false);
+  llvm::Function* outer = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, symbol, m_);
+  outer->addFnAttr(llvm::Attribute::NoUnwind);
+  b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", outer));
+  std::vector<Value*> call_args;
+  for (size_t i = 0; i < args_.size(); ++i)
+    call_args.push_back(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, outer->getArg(0), i)));
+  call_args.push_back(outer->getArg(1));
+  call_args.push_back(outer->getArg(2));
+  call_args.push_back(outer->getArg(3));
+  b_.CreateCall(fn_, call_args);
+  b_.CreateRetVoid();
+}
+
+}  // namespace
+
+void emit_kernel_llvm(llvm::Module& m, const std::string& symbol, const Kernel& k, const LoweredGraph& lg,
+                      const std::vector<int>& args) {
+  Emitter(m, k, lg, args).emit(symbol);
+}
+
+}  // namespace kiln::inductor

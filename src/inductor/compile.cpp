@@ -1,0 +1,280 @@
+// The inductor pipeline and the host program that runs compiled graphs (see compile.h).
+#include "inductor/compile.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/log.h"
+#include "core/options.h"
+#include "eager/loops.h"
+#include "graph/passes.h"
+#include "graph/text.h"
+#include "inductor/codegen_llvm.h"
+#include "inductor/lowering.h"
+#include "inductor/scheduler.h"
+#include "ops/dispatch.h"
+#include "runtime/jit.h"
+
+namespace kiln {
+
+using namespace inductor;
+
+struct CompiledGraph::Impl {
+  graph::Graph graph;  // the decomposed graph extern calls refer to
+  LoweredGraph lowered;
+  Schedule schedule;
+  std::vector<runtime::KernelFn> kernels;  // per Schedule::kernels
+  std::vector<std::vector<int>> kernel_args;
+  std::vector<int64_t> kernel_grain;
+  std::vector<std::vector<Tensor>> extern_constants;  // per lowered node: constant tensor args by slot
+  CompileStats stats;
+  std::string loop_ir;
+  std::vector<std::string> llvm_ir;
+  std::vector<std::string> decisions;
+  std::vector<std::string> inject_notes;  // per kernel: the injected runtime error it may report
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+};
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void dump(const fs::path& dir, const std::string& file, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream(dir / file) << text;
+}
+
+// A tensor over `storage` with the given view (offset in elements).
+Tensor tensor_on(const std::shared_ptr<Storage>& storage, DType dt, const Shape& sizes, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage;
+  impl->dtype = dt;
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->offset = offset;
+  return Tensor(impl);
+}
+
+// Blocks returned after their last use, reused for later buffers of the same size (the memory plan's reuse).
+class BufferPool {
+ public:
+  std::shared_ptr<Storage> take(int64_t nbytes) {
+    auto it = free_.find(nbytes);
+    if (it == free_.end()) return Storage::allocate(std::max<int64_t>(nbytes, 1));
+    std::shared_ptr<Storage> s = std::move(it->second);
+    free_.erase(it);
+    return s;
+  }
+  void give(std::shared_ptr<Storage> s, int64_t nbytes) {
+    if (s.use_count() == 1) free_.emplace(nbytes, std::move(s));  // not aliased by an output or extern result
+  }
+
+ private:
+  std::multimap<int64_t, std::shared_ptr<Storage>> free_;
+};
+
+}  // namespace
+
+std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) const {
+  const LoweredGraph& lg = lowered;
+  KILN_CHECK(int(inputs.size()) == lg.num_inputs, "compiled graph {}: expected {} inputs, got {}", graph.name,
+             lg.num_inputs, inputs.size());
+  std::vector<Tensor> bufs(lg.buffers.size());
+  for (size_t b = 0; b < lg.buffers.size(); ++b) {
+    const Buffer& buf = lg.buffers[b];
+    if (buf.kind == Buffer::Kind::Constant) bufs[b] = buf.constant;
+    if (buf.kind != Buffer::Kind::Input) continue;
+    const Tensor& t = inputs[size_t(buf.input_index)];
+    KILN_CHECK(t.dtype() == buf.dtype && t.sizes() == buf.sizes, "compiled graph {}: input %{} must be {}{}, got {}",
+               graph.name, buf.name, dtype_name(buf.dtype), shape_str(buf.sizes), t.str());
+    if (t.strides() == buf.strides || t.numel() <= 1) {
+      bufs[b] = t;
+    } else {  // the kernels index the compiled layout
+      Tensor copy = Tensor::empty_strided(buf.sizes, buf.strides, buf.dtype);
+      copy_into(copy, t);
+      bufs[b] = copy;
+    }
+  }
+  BufferPool pool;
+  auto ensure = [&](int b) {
+    if (b < 0 || bufs[size_t(b)].defined()) return;
+    const Buffer& buf = lg.buffers[size_t(b)];
+    bufs[size_t(b)] = tensor_on(pool.take(buf.nbytes()), buf.dtype, buf.sizes, buf.strides, 0);
+  };
+  NoGradGuard no_grad;
+  for (const Step& st : schedule.steps) {
+    if (st.kind == Step::Kind::Kernel) {
+      const Kernel& k = schedule.kernels[size_t(st.index)];
+      const std::vector<int>& args = kernel_args[size_t(st.index)];
+      std::vector<char*> ptrs;
+      for (int b : args) {
+        ensure(b);
+        ptrs.push_back(static_cast<char*>(bufs[size_t(b)].data_ptr()));
+      }
+      int32_t status = 0;
+      runtime::KernelFn fn = kernels[size_t(st.index)];
+      char** p = ptrs.data();
+      parallel_for(k.parallel_extent, kernel_grain[size_t(st.index)], [&](int64_t b, int64_t e) { fn(p, b, e, &status); });
+      if (status == runtime::kStatusZeroDivision)
+        fail("compiled graph {}: ZeroDivisionError: integer division by zero in kernel {} (computing {})", graph.name,
+             k.name, lg.nodes[size_t(k.loops.back().node)].origin);
+      if (status != 0)
+        fail("compiled graph {}: kernel {} reported a runtime error{}", graph.name, k.name, inject_notes[size_t(st.index)]);
+    } else {
+      const LoopNode& n = lg.nodes[size_t(st.index)];
+      const graph::Node& gn = graph.nodes()[size_t(n.graph_node)];
+      size_t slot = 0;
+      const std::vector<Tensor>& consts = extern_constants[size_t(st.index)];
+      auto view = [&]() -> Tensor {
+        size_t i = slot++;
+        if (consts[i].defined()) return consts[i];
+        const BufferView& v = n.extern_inputs[i];
+        if (v.buffer < 0) return Tensor();
+        const Tensor& base = bufs[size_t(v.buffer)];
+        return tensor_on(base.storage(), base.dtype(), v.sizes, v.strides, base.offset() + v.offset);
+      };
+      std::vector<IValue> args;
+      for (const graph::Arg& a : gn.args) {
+        if (std::holds_alternative<graph::TensorArg>(a)) {
+          args.emplace_back(view());
+        } else if (auto* l = std::get_if<graph::TensorListArg>(&a)) {
+          TensorList list;
+          for (size_t j = 0; j < l->ids.size(); ++j) list.push_back(view());
+          args.emplace_back(list);
+        } else {
+          args.push_back(std::visit([](const auto& v) -> IValue {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::monostate> || std::is_same_v<V, graph::TensorArg> ||
+                          std::is_same_v<V, graph::TensorListArg>)
+              return IValue();
+            else
+              return IValue(v);
+          }, a));
+        }
+      }
+      std::vector<Tensor> outs = dispatch(bind_args(gn.info(), std::move(args)));
+      for (size_t i = 0; i < n.extern_outputs.size(); ++i) {
+        int b = n.extern_outputs[i];
+        if (b < 0) continue;
+        const Buffer& buf = lg.buffers[size_t(b)];
+        Tensor r = outs.at(i);
+        if (!r.is_contiguous() || r.dtype() != buf.dtype) {
+          Tensor c = Tensor::empty(buf.sizes, buf.dtype);
+          copy_into(c, r);
+          r = c;
+        }
+        bufs[size_t(b)] = r;
+      }
+    }
+    for (int b : st.free_after) {
+      pool.give(bufs[size_t(b)].storage(), lg.buffers[size_t(b)].nbytes());
+      bufs[size_t(b)] = Tensor();
+    }
+  }
+  std::vector<Tensor> outs;
+  for (const BufferView& v : lg.outputs) {
+    const Tensor& base = bufs.at(size_t(v.buffer));
+    if (v.sizes == base.sizes() && v.strides == base.strides() && v.offset == 0) outs.push_back(base);
+    else outs.push_back(tensor_on(base.storage(), base.dtype(), v.sizes, v.strides, base.offset() + v.offset));
+  }
+  return outs;
+}
+
+CompiledGraph::CompiledGraph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CompiledGraph::~CompiledGraph() = default;
+std::vector<Tensor> CompiledGraph::operator()(const std::vector<Tensor>& inputs) const { return impl_->run(inputs); }
+const CompileStats& CompiledGraph::stats() const { return impl_->stats; }
+const std::string& CompiledGraph::loop_ir() const { return impl_->loop_ir; }
+const std::vector<std::string>& CompiledGraph::kernel_llvm_ir() const { return impl_->llvm_ir; }
+const std::vector<std::string>& CompiledGraph::decisions() const { return impl_->decisions; }
+
+std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto impl = std::make_unique<CompiledGraph::Impl>();
+  const InjectSpec inject = InjectSpec::from_options();
+  const std::string debug_dir = opt_string(Opt::DebugDir);
+  const fs::path dump_dir = debug_dir.empty() ? fs::path() : fs::path(debug_dir) / "inductor" / g.name;
+  if (!debug_dir.empty()) dump(dump_dir, "00_graph.kir", graph::print_graph(g));
+
+  // 1. decompositions and cleanup
+  impl->graph = decompose_composites(g, inject);
+  graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor");
+  if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
+
+  // 2. lowering and scheduling
+  impl->lowered = lower_graph(impl->graph, inject);
+  if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
+  impl->schedule = schedule_graph(impl->lowered, options.fuse, inject);
+  impl->loop_ir = print_schedule(impl->schedule, impl->lowered);
+  if (!debug_dir.empty()) dump(dump_dir, "03_loop_ir_after_fusion.txt", impl->loop_ir);
+  impl->decisions = impl->lowered.decisions;
+  impl->decisions.insert(impl->decisions.end(), impl->schedule.decisions.begin(), impl->schedule.decisions.end());
+
+  // 3. code generation, through the kernel cache
+  runtime::KernelJit& jit = runtime::KernelJit::instance();
+  const bool want_ir = log_enabled(LogChannel::OutputCode) || !debug_dir.empty();
+  const int64_t before = jit.stats().compiles;
+  for (const Kernel& k : impl->schedule.kernels) {
+    std::vector<int> args;
+    std::string text = print_kernel(k, impl->lowered, &args);
+    std::string ir;
+    runtime::KernelFn fn = jit.get(text, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
+      emit_kernel_llvm(m, symbol, k, impl->lowered, args);
+    }, want_ir ? &ir : nullptr);
+    if (want_ir) {
+      KILN_LOG(LogChannel::OutputCode, "kernel {} of graph {}:\n{}\n{}", k.name, g.name, text, ir);
+      if (!debug_dir.empty()) dump(dump_dir / "kernels", k.name + ".ll", ir);
+    }
+    impl->llvm_ir.push_back(std::move(ir));
+    impl->kernels.push_back(fn);
+    impl->kernel_args.push_back(args);
+    int64_t work = 0;
+    for (const KernelLoop& l : k.loops) {
+      const LoopNode& n = impl->lowered.nodes[size_t(l.node)];
+      work += shape_numel(n.sizes) * std::max<int64_t>(1, shape_numel(n.rsizes));
+    }
+    impl->kernel_grain.push_back(std::max<int64_t>(1, kParallelGrain * k.parallel_extent / std::max<int64_t>(work, 1)));
+    std::string note;
+    if (!inject.empty())
+      for (const auto& e : inject.entries)
+        if (e.kind == "runtime_error") note = fmt::format(" (injected by KILN_INJECT={}:runtime_error)", e.target);
+    impl->inject_notes.push_back(note);
+  }
+  impl->extern_constants.resize(impl->lowered.nodes.size());
+  for (size_t i = 0; i < impl->lowered.nodes.size(); ++i) {
+    const LoopNode& n = impl->lowered.nodes[i];
+    if (n.kind != LoopNode::Kind::Extern) continue;
+    const graph::Node& gn = impl->graph.nodes()[size_t(n.graph_node)];
+    std::vector<Tensor>& consts = impl->extern_constants[i];
+    auto add = [&](graph::ValueId id) {
+      const graph::ValueInfo& v = impl->graph.value(id);
+      bool is_const = id != graph::kNoValue && v.producer >= 0 &&
+                      impl->graph.nodes()[size_t(v.producer)].kind == graph::NodeKind::Constant;
+      if (!is_const) return consts.push_back(Tensor());
+      Tensor c = impl->graph.nodes()[size_t(v.producer)].constant;
+      if (v.wrapped_number) c = Tensor::wrapped_number(c.item());  // keeps number promotion semantics
+      consts.push_back(c);
+    };
+    for (const graph::Arg& a : gn.args) {
+      if (auto* t = std::get_if<graph::TensorArg>(&a)) add(t->id);
+      if (auto* l = std::get_if<graph::TensorListArg>(&a))
+        for (graph::ValueId id : l->ids) id == graph::kNoValue ? consts.push_back(Tensor()) : add(id);
+    }
+  }
+  impl->stats.kernels = int(impl->schedule.kernels.size());
+  for (const Kernel& k : impl->schedule.kernels) {
+    bool copy = true;
+    for (const KernelLoop& l : k.loops) copy &= l.value->op == SOp::Load;
+    impl->stats.copy_kernels += copy;
+  }
+  for (const Step& s : impl->schedule.steps) impl->stats.extern_calls += s.kind == Step::Kind::Extern;
+  impl->stats.kernels_built = int(jit.stats().compiles - before);
+  impl->stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return std::make_shared<CompiledGraph>(std::move(impl));
+}
+
+}  // namespace kiln

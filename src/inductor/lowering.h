@@ -1,0 +1,32 @@
+// Lowering: graph IR -> loop IR (TorchInductor's lowering.py). Composite ops are first replaced by their
+// decompositions (traced into graph nodes on meta tensors); then every node becomes a lowered value: views
+// become index arithmetic, pointwise ops a body that later consumers inline, reductions a realised Reduction
+// node, and anything else an Extern node that runs the op's eager kernel (BLAS for matrix products). Each
+// realise-or-inline choice and each fallback records its reason (KILN_LOGS=lowering).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "inductor/inject.h"
+#include "inductor/ir.h"
+
+namespace kiln::inductor {
+
+struct LoweredGraph {
+  std::vector<Buffer> buffers;
+  std::vector<LoopNode> nodes;           // in execution order
+  std::vector<BufferView> outputs;       // one per graph output
+  std::vector<std::string> decisions;    // realise / inline / fallback decisions with their reasons
+  int num_inputs = 0;
+};
+
+// Replaces every Composite node by the nodes of its decomposition (repeatedly, so nested composites go too).
+// A decomposition the bisection hook refuses (stage "inductor", subsystem "decomposition") stays as a node
+// and later runs as an extern call.
+graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& inject);
+
+// Lowers a graph without Composite nodes (the result of decompose_composites).
+LoweredGraph lower_graph(const graph::Graph& g, const InjectSpec& inject);
+
+}  // namespace kiln::inductor

@@ -1,0 +1,362 @@
+// Kernel formation (fusion), memory planning and the loop IR printer. See scheduler.h.
+#include "inductor/scheduler.h"
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "core/bisect.h"
+#include "core/log.h"
+
+namespace kiln::inductor {
+
+namespace {
+
+// Whether a load of a pointwise buffer at `load` (in kernel variables) stays inside the row the producer wrote
+// for the current outer point: same coefficients on the outer variables as the producer's store, and the rest
+// within the row.
+bool reads_same_row(const Index& load, const Index& store, const std::vector<Index>& outer_vars, int64_t row_size) {
+  Index rest = load;
+  for (const Index& v : outer_vars) {
+    if (v.is_constant()) continue;
+    int64_t k = ix_coefficient(store, v);
+    if (ix_coefficient(load, v) != k) return false;
+    rest = ix_add(rest, ix_scale(v, -k));
+  }
+  for (const Index& v : outer_vars)
+    if (!v.is_constant() && ix_depends_on(rest, v)) return false;
+  auto [lo, hi] = ix_range(rest);
+  return lo >= 0 && hi < row_size;
+}
+
+struct Builder {
+  const LoweredGraph& lg;
+  const InjectSpec& inject;
+  bool fuse;
+  Schedule out;
+  std::vector<int> kernel_of_buffer;  // kernel index that writes each buffer (-1: none)
+
+  void decide(const std::string& s) {
+    KILN_LOG(LogChannel::Fusion, "{}", s);
+    out.decisions.push_back(s);
+  }
+
+  // The node's loop at kernel `k` (whose outer vars are fixed), or nullopt with the reason it cannot join.
+  std::optional<KernelLoop> place(const Kernel& k, int node_index, std::string& why) {
+    const LoopNode& n = lg.nodes[size_t(node_index)];
+    KernelLoop loop;
+    loop.node = node_index;
+    const Shape& O = k.outer;
+    if (n.kind == LoopNode::Kind::Reduction) {
+      if (n.sizes != O) {
+        why = fmt::format("reduction over kept dims {} does not match the kernel's outer loop {}", shape_str(n.sizes), shape_str(O));
+        return std::nullopt;
+      }
+      loop.idx = k.outer_vars;
+      loop.ridx = ix_vars(n.rsizes);
+    } else {
+      if (n.sizes.size() < O.size() || !std::equal(O.begin(), O.end(), n.sizes.begin())) {
+        why = fmt::format("iteration space {} does not start with the kernel's outer loop {}", shape_str(n.sizes), shape_str(O));
+        return std::nullopt;
+      }
+      loop.idx = k.outer_vars;
+      for (size_t d = O.size(); d < n.sizes.size(); ++d) loop.idx.push_back(n.sizes[d] == 1 ? ix_const(0) : ix_var(n.sizes[d]));
+    }
+    loop.value = n.body(loop.idx, loop.ridx);
+    return loop;
+  }
+
+  // Whether every read of a buffer written in kernel `k` is served by the same outer point.
+  bool dependencies_ok(const Kernel& k, int kernel_index, const KernelLoop& loop, std::string& why) {
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(loop.value, loads);
+    for (const auto& [b, index] : loads) {
+      if (b < 0 || kernel_of_buffer[size_t(b)] != kernel_index) continue;
+      const KernelLoop* producer = nullptr;
+      for (const KernelLoop& l : k.loops)
+        if (lg.nodes[size_t(l.node)].buffer == b) producer = &l;
+      const LoopNode& p = lg.nodes[size_t(producer->node)];
+      bool ok;
+      if (p.kind == LoopNode::Kind::Reduction) {
+        ok = index == ix_linear(producer->idx, p.sizes);
+        if (!ok && inject.kind_for("fusion") == "accuracy") {
+          decide(fmt::format("inject accuracy: fuse {} although it reads {} at another outer point", lg.nodes[size_t(loop.node)].origin, p.origin));
+          continue;
+        }
+      } else {
+        int64_t row = shape_numel(Shape(p.sizes.begin() + int64_t(k.outer.size()), p.sizes.end()));
+        ok = reads_same_row(index, ix_linear(producer->idx, p.sizes), k.outer_vars, row);
+      }
+      if (!ok) {
+        why = fmt::format("reads %{} (written in this kernel) at another outer point [{}]: it may not be written yet",
+                          p.origin, index.str());
+        return false;
+      }
+    }
+    return true;
+  }
+
+  Kernel start_kernel(int node_index) {
+    const LoopNode& n = lg.nodes[size_t(node_index)];
+    Kernel k;
+    k.name = fmt::format("k{}", out.kernels.size());
+    if (n.kind == LoopNode::Kind::Reduction) k.outer = n.sizes;
+    else if (n.sizes.size() >= 2) k.outer = Shape(n.sizes.begin(), n.sizes.end() - 1);
+    k.outer_vars = ix_vars(k.outer);
+    return k;
+  }
+
+  void finish(Kernel& k) {
+    // Parallelise the first outer dim longer than 1; a kernel without an outer loop splits its only loop.
+    for (size_t d = 0; d < k.outer.size(); ++d)
+      if (k.outer[d] > 1) {
+        k.parallel_loop = -1;
+        k.parallel_dim = int(d);
+        k.parallel_extent = k.outer[d];
+        break;
+      }
+    if (k.parallel_dim < 0 && k.outer.empty() && k.loops.size() == 1 &&
+        lg.nodes[size_t(k.loops[0].node)].kind == LoopNode::Kind::Pointwise) {
+      const LoopNode& n = lg.nodes[size_t(k.loops[0].node)];
+      for (size_t d = 0; d < n.sizes.size(); ++d)
+        if (n.sizes[d] > 1) {
+          k.parallel_loop = 0;
+          k.parallel_dim = int(d);
+          k.parallel_extent = n.sizes[d];
+          break;
+        }
+    }
+    Step s;
+    s.kind = Step::Kind::Kernel;
+    s.index = int(out.kernels.size());
+    out.kernels.push_back(std::move(k));
+    out.steps.push_back(s);
+  }
+
+  void run() {
+    kernel_of_buffer.assign(lg.buffers.size(), -1);
+    std::optional<Kernel> cur;
+    for (int i = 0; i < int(lg.nodes.size()); ++i) {
+      const LoopNode& n = lg.nodes[size_t(i)];
+      if (n.kind == LoopNode::Kind::Extern) {
+        if (cur) finish(*cur), cur.reset();
+        Step s;
+        s.kind = Step::Kind::Extern;
+        s.index = i;
+        out.steps.push_back(s);
+        continue;
+      }
+      if (cur) {
+        std::string why;
+        std::optional<KernelLoop> loop = place(*cur, i, why);
+        int kernel_index = int(out.kernels.size());
+        bool ok = loop && dependencies_ok(*cur, kernel_index, *loop, why);
+        if (ok && cur->outer.empty() && !cur->loops.empty()) {
+          why = "the kernel has no outer loop to split across threads: fusing would run both loops on one thread";
+          ok = false;
+        }
+        if (ok && !fuse) {
+          why = "fusion is off";
+          ok = false;
+        }
+        if (ok && !should_run("inductor", "fusion", [&] { return fmt::format("{} into {}", n.origin, cur->name); })) {
+          why = "refused by the bisection hook";
+          ok = false;
+        }
+        if (ok) {
+          decide(fmt::format("fuse {} into {} (outer loop {})", n.origin, cur->name, shape_str(cur->outer)));
+          cur->loops.push_back(std::move(*loop));
+          kernel_of_buffer[size_t(n.buffer)] = kernel_index;
+          continue;
+        }
+        decide(fmt::format("do not fuse {} into {}: {}", n.origin, cur->name, why));
+        finish(*cur);
+        cur.reset();
+      }
+      cur = start_kernel(i);
+      std::string why;
+      std::optional<KernelLoop> loop = place(*cur, i, why);
+      KILN_CHECK(loop, "scheduler: node {} does not fit its own kernel: {}", n.origin, why);
+      cur->loops.push_back(std::move(*loop));
+      kernel_of_buffer[size_t(n.buffer)] = int(out.kernels.size());
+    }
+    if (cur) finish(*cur);
+    plan_memory();
+  }
+
+  // Frees each intermediate buffer after the last step that reads or writes it.
+  void plan_memory() {
+    std::vector<int> last(lg.buffers.size(), -1);
+    for (int s = 0; s < int(out.steps.size()); ++s) {
+      const Step& st = out.steps[size_t(s)];
+      auto touch = [&](int b) {
+        if (b >= 0) last[size_t(b)] = s;
+      };
+      if (st.kind == Step::Kind::Kernel) {
+        for (const KernelLoop& l : out.kernels[size_t(st.index)].loops) {
+          touch(lg.nodes[size_t(l.node)].buffer);
+          std::vector<std::pair<int, Index>> loads;
+          s_loads(l.value, loads);
+          for (const auto& ld : loads) touch(ld.first);
+        }
+      } else {
+        const LoopNode& n = lg.nodes[size_t(st.index)];
+        for (const BufferView& v : n.extern_inputs) touch(v.buffer);
+        for (int b : n.extern_outputs) touch(b);
+      }
+    }
+    for (size_t b = 0; b < lg.buffers.size(); ++b) {
+      const Buffer& buf = lg.buffers[b];
+      if (buf.kind == Buffer::Kind::Intermediate && !buf.is_output && last[b] >= 0)
+        out.steps[size_t(last[b])].free_after.push_back(int(b));
+    }
+  }
+};
+
+// ---------------------------------------------------------------- printing
+
+struct Printer {
+  const LoweredGraph& lg;
+  std::unordered_map<std::string, std::string> names;  // atom key of a variable -> local name
+  std::map<int, int> buffer_slot;                       // buffer id -> local argument index
+  std::vector<int> args;
+  std::unordered_map<const SNode*, int> ids;
+  std::string body;
+
+  int slot(int b) {
+    auto [it, inserted] = buffer_slot.emplace(b, int(args.size()));
+    if (inserted) args.push_back(b);
+    return it->second;
+  }
+  void name_vars(const std::vector<Index>& vars, const char* prefix) {
+    int i = 0;
+    for (const Index& v : vars) {
+      if (!v.is_constant()) names[v.terms[0].first->key] = fmt::format("{}{}", prefix, i);
+      ++i;
+    }
+  }
+  std::string index(const Index& ix) {
+    std::string s;
+    for (const auto& [atom, k] : ix.terms) {
+      std::string a;
+      if (atom->kind == IndexAtom::Kind::Var) {
+        auto it = names.find(atom->key);
+        a = it != names.end() ? it->second : atom->key;
+      } else {
+        a = fmt::format("({}){}{}", index(atom->arg), atom->kind == IndexAtom::Kind::Div ? "//" : "%", atom->divisor);
+      }
+      if (!s.empty()) s += k < 0 ? " - " : " + ";
+      else if (k < 0) s += "-";
+      int64_t m = k < 0 ? -k : k;
+      s += m == 1 ? a : fmt::format("{}*{}", m, a);
+    }
+    if (s.empty()) return fmt::format("{}", ix.constant);
+    if (ix.constant != 0) s += fmt::format(" {} {}", ix.constant < 0 ? "-" : "+", ix.constant < 0 ? -ix.constant : ix.constant);
+    return s;
+  }
+  std::string expr(const SExpr& e) {
+    auto it = ids.find(e.get());
+    if (it != ids.end()) return fmt::format("%{}", it->second);
+    std::vector<std::string> a;
+    for (const SExpr& x : e->args) a.push_back(expr(x));
+    std::string rhs;
+    switch (e->op) {
+      case SOp::Const:
+        rhs = is_floating(e->dtype) ? fmt::format("{}", e->fvalue) : fmt::format("{}", e->ivalue);
+        break;
+      case SOp::Load: rhs = fmt::format("load b{}[{}]", slot(e->buffer), index(e->index)); break;
+      case SOp::IndexValue: rhs = fmt::format("index {}", index(e->index)); break;
+      case SOp::Helper: rhs = fmt::format("{}({})", e->helper, fmt::join(a, ", ")); break;
+      default: rhs = fmt::format("{}({})", sop_name(e->op), fmt::join(a, ", ")); break;
+    }
+    int id = int(ids.size());
+    ids[e.get()] = id;
+    body += fmt::format("      %{} = {} : {}\n", id, rhs, dtype_name(e->dtype));
+    return fmt::format("%{}", id);
+  }
+};
+
+}  // namespace
+
+Schedule schedule_graph(const LoweredGraph& lg, bool fuse, const InjectSpec& inject) {
+  Builder b{lg, inject, fuse, {}, {}};
+  b.run();
+  return std::move(b.out);
+}
+
+std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<int>* args) {
+  Printer p{lg, {}, {}, {}, {}, {}};
+  p.name_vars(k.outer_vars, "o");
+  std::string text = fmt::format("kernel outer={} parallel={}:{}\n", shape_str(k.outer), k.parallel_loop, k.parallel_dim);
+  int li = 0;
+  for (const KernelLoop& l : k.loops) {
+    const LoopNode& n = lg.nodes[size_t(l.node)];
+    std::vector<Index> inner(l.idx.begin() + int64_t(k.outer_vars.size()), l.idx.end());
+    p.name_vars(inner, fmt::format("x{}_", li).c_str());
+    p.name_vars(l.ridx, fmt::format("r{}_", li).c_str());
+    p.body.clear();
+    p.ids.clear();
+    std::string v = p.expr(l.value);
+    std::string fin;
+    if (n.finalize) {
+      SExpr acc = s_const(0, l.value->dtype);
+      SExpr f = n.finalize(acc);
+      fin = fmt::format(" finalize {}", sop_name(f->op));
+      if (f->args.size() == 2 && f->args[1]->op == SOp::Const) fin += fmt::format("({})", f->args[1]->fvalue);
+    }
+    const Buffer& out = lg.buffers[size_t(n.buffer)];
+    int slot = p.slot(n.buffer);
+    if (n.kind == LoopNode::Kind::Reduction)
+      text += fmt::format("  loop {}: reduce {} over {} -> b{}: {}{}{}\n", li, reduce_op_name(n.reduce), shape_str(n.rsizes),
+                          slot, dtype_name(out.dtype), shape_str(n.sizes), fin);
+    else
+      text += fmt::format("  loop {}: pointwise {} -> b{}: {}\n", li, shape_str(n.sizes), slot, dtype_name(out.dtype));
+    text += p.body + fmt::format("      store {}\n", v);
+    ++li;
+  }
+  std::string header;
+  for (size_t i = 0; i < p.args.size(); ++i) {
+    const Buffer& b = lg.buffers[size_t(p.args[i])];
+    header += fmt::format("  b{}: {}{}\n", i, dtype_name(b.dtype), shape_str(b.sizes));
+  }
+  if (args) *args = p.args;
+  return text + header;
+}
+
+std::string print_nodes(const LoweredGraph& lg) {
+  std::string s;
+  for (size_t i = 0; i < lg.nodes.size(); ++i) {
+    const LoopNode& n = lg.nodes[i];
+    if (n.kind == LoopNode::Kind::Extern) {
+      s += fmt::format("node {}: extern {} ({})\n", i, n.origin, n.reason);
+      continue;
+    }
+    Kernel k;
+    k.loops.push_back({int(i), ix_vars(n.sizes), ix_vars(n.rsizes), n.body(ix_vars(n.sizes), ix_vars(n.rsizes))});
+    k.loops.back().idx = ix_vars(n.sizes);
+    k.loops.back().value = n.body(k.loops.back().idx, k.loops.back().ridx);
+    s += fmt::format("node {}: {} = {}", i, n.origin, print_kernel(k, lg));
+  }
+  return s;
+}
+
+std::string print_schedule(const Schedule& s, const LoweredGraph& lg) {
+  std::string text;
+  for (const Step& st : s.steps) {
+    if (st.kind == Step::Kind::Kernel) {
+      const Kernel& k = s.kernels[size_t(st.index)];
+      text += fmt::format("{}: {}", k.name, print_kernel(k, lg));
+    } else {
+      const LoopNode& n = lg.nodes[size_t(st.index)];
+      text += fmt::format("extern {}: {}\n", n.origin, n.reason);
+    }
+    if (!st.free_after.empty()) {
+      std::vector<std::string> names;
+      for (int b : st.free_after) names.push_back(lg.buffers[size_t(b)].name);
+      text += fmt::format("  free {}\n", fmt::join(names, ", "));
+    }
+  }
+  return text;
+}
+
+}  // namespace kiln::inductor

@@ -1,0 +1,248 @@
+// The ORC LLJIT instance, the optimisation pipeline and the two-level kernel cache (see jit.h).
+#include "runtime/jit.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "runtime/helpers.h"
+
+namespace kiln::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+template <class T>
+T unwrap(llvm::Expected<T> v, const char* what) {
+  if (!v) throw CompileError(fmt::format("LLVM JIT: {}: {}", what, llvm::toString(v.takeError())));
+  return std::move(*v);
+}
+void check(llvm::Error e, const char* what) {
+  if (e) throw CompileError(fmt::format("LLVM JIT: {}: {}", what, llvm::toString(std::move(e))));
+}
+
+fs::path cache_directory() {
+  std::string dir = opt_string(Opt::CacheDir);
+  if (dir.empty()) {
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) dir = std::string(xdg) + "/kiln";
+    else if (const char* home = std::getenv("HOME"); home && *home) dir = std::string(home) + "/.cache/kiln";
+    else dir = "/tmp/kiln-cache";
+  }
+  return fs::path(dir) / fmt::format("kernels-v{}", kCodegenVersion);
+}
+
+// Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used objects.
+void evict(const fs::path& dir) {
+  const int64_t limit = opt_int(Opt::CacheSizeLimit);
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != ".o") continue;
+    total += int64_t(e.file_size(ec));
+    files.emplace_back(e.last_write_time(ec), e.path());
+  }
+  if (total <= limit) return;
+  std::sort(files.begin(), files.end());
+  for (const auto& [time, path] : files) {
+    if (total <= limit) break;
+    int64_t size = int64_t(fs::file_size(path, ec));
+    if (fs::remove(path, ec)) {
+      total -= size;
+      KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", path.string(), size, limit);
+    }
+  }
+}
+
+}  // namespace
+
+struct KernelJit::Impl {
+  std::mutex mutex;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::unordered_map<uint64_t, KernelFn> memory;
+  JitStats stats;
+  std::string target;
+  int64_t dylibs = 0;
+
+  Impl() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
+    target = fmt::format("{} {} O2", tm->getTargetTriple().str(), tm->getTargetCPU().str());
+    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
+    llvm::orc::JITDylib& main = jit->getMainJITDylib();
+    main.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                                 jit->getDataLayout().getGlobalPrefix()),
+                             "opening the process's symbols"));
+    llvm::orc::SymbolMap helpers;
+    for (const auto& [name, addr] : runtime_helpers())
+      helpers[jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                                             llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+    check(main.define(llvm::orc::absoluteSymbols(std::move(helpers))), "defining the runtime helpers");
+  }
+
+  void optimize(llvm::Module& m) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = true;
+    pto.SLPVectorization = true;
+    llvm::PassBuilder pb(tm.get(), pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    mpm.run(m, mam);
+  }
+
+  std::string emit_object(llvm::Module& m) {
+    llvm::SmallVector<char, 0> buffer;
+    llvm::raw_svector_ostream os(buffer);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw CompileError("LLVM JIT: the target cannot emit object files");
+    pm.run(m);
+    return std::string(buffer.data(), buffer.size());
+  }
+
+  KernelFn load(const std::string& object, const std::string& symbol) {
+    // Each object gets its own JITDylib (linked against the main one for libm and the helpers), so the same
+    // kernel can be loaded again after the in-memory index was dropped.
+    auto created = jit->createJITDylib(fmt::format("kiln_dylib_{}", dylibs++));
+    if (!created) throw CompileError("LLVM JIT: creating a JITDylib: " + llvm::toString(created.takeError()));
+    llvm::orc::JITDylib& jd = *created;
+    jd.addToLinkOrder(jit->getMainJITDylib());
+    check(jit->addObjectFile(jd, llvm::MemoryBuffer::getMemBufferCopy(object, symbol)), "loading a kernel object");
+    auto addr = unwrap(jit->lookup(jd, symbol), "looking up a kernel");
+    return addr.toPtr<KernelFn>();
+  }
+};
+
+KernelJit& KernelJit::instance() {
+  static KernelJit jit;
+  return jit;
+}
+
+KernelJit::KernelJit() : impl_(std::make_unique<Impl>()) {}
+KernelJit::~KernelJit() = default;
+
+std::string KernelJit::target_description() const { return impl_->target; }
+
+JitStats KernelJit::stats() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->stats;
+}
+void KernelJit::reset_stats() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->stats = {};
+}
+void KernelJit::forget_memory_cache() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->memory.clear();
+}
+
+KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_prefix,
+                        const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {
+  Impl& im = *impl_;
+  std::lock_guard lock(im.mutex);
+  const uint64_t key = fnv1a64(fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion));
+  if (auto it = im.memory.find(key); it != im.memory.end()) {
+    ++im.stats.memory_hits;
+    return it->second;
+  }
+  const std::string hex = fmt::format("{:016x}", key);
+  const std::string symbol = fmt::format("{}_{}", symbol_prefix, hex);
+  const fs::path dir = cache_directory();
+  const fs::path file = dir / (symbol + ".o");
+  std::error_code ec;
+  if (fs::exists(file, ec)) {
+    std::ifstream in(file, std::ios::binary);
+    std::string object((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.good() || in.eof()) {
+      KernelFn fn = im.load(object, symbol);
+      fs::last_write_time(file, fs::file_time_type::clock::now(), ec);  // least recently used order
+      KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
+      ++im.stats.disk_hits;
+      im.memory[key] = fn;
+      return fn;
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  llvm::LLVMContext ctx;
+  auto module = std::make_unique<llvm::Module>(symbol, ctx);
+  module->setDataLayout(im.tm->createDataLayout());
+  module->setTargetTriple(im.tm->getTargetTriple().str());
+  build(*module, symbol);
+  std::string verify_errors;
+  llvm::raw_string_ostream vos(verify_errors);
+  if (llvm::verifyModule(*module, &vos)) {
+    vos.flush();
+    throw CompileError(fmt::format("LLVM IR verification failed for kernel {}: {}", symbol, verify_errors));
+  }
+  if (ir_out) {
+    ir_out->clear();
+    llvm::raw_string_ostream os(*ir_out);
+    module->print(os, nullptr);
+  }
+  im.optimize(*module);
+  std::string object = im.emit_object(*module);
+  KernelFn fn = im.load(object, symbol);
+  im.stats.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ++im.stats.compiles;
+  im.memory[key] = fn;
+  // The disk cache: best effort (an unwritable directory only costs the next process a compile).
+  fs::create_directories(dir, ec);
+  if (!ec) {
+    fs::path tmp = dir / fmt::format(".{}.{}.tmp", symbol, ::getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary);
+      out.write(object.data(), std::streamsize(object.size()));
+    }
+    fs::rename(tmp, file, ec);
+    if (ec) fs::remove(tmp, ec);
+    KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
+    evict(dir);
+  } else {
+    KILN_LOG(LogChannel::Cache, "cannot create the cache directory {}: {}", dir.string(), ec.message());
+  }
+  return fn;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,60 @@
+// The CPU JIT: one process-wide LLVM ORC LLJIT for the host CPU, and the kernel cache in front of it.
+// A kernel is looked up by a key (a hash of its loop IR text, the target CPU and features, the optimisation
+// level and the code generator's version): first in memory, then on disk (an object file per kernel under
+// the cache directory, written atomically so concurrent processes can share it); only on a miss is its LLVM
+// IR built, optimised (the O2 pipeline with the host's vector units, so inner loops vectorise) and compiled.
+// Generated code calls back into the runtime helpers declared here (exact eager semantics for rare ops).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace llvm {
+class Module;
+class LLVMContext;
+}  // namespace llvm
+
+namespace kiln::runtime {
+
+// Every kernel: void k(char** buffers, int64_t begin, int64_t end, int32_t* status). [begin, end) is the
+// slice of its parallel dimension to run; status is set non-zero when the kernel reports an error.
+using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* status);
+
+// Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
+inline constexpr int kCodegenVersion = 1;
+
+struct JitStats {
+  int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
+  double compile_ms = 0;  // time spent building, optimising and compiling kernels
+};
+
+class KernelJit {
+ public:
+  static KernelJit& instance();
+  // The kernel for `key_text`: cached, or built by `build` (which fills a module in the given context with a
+  // function named `symbol`, and may throw kiln::CompileError). `ir_out` (optional) receives the LLVM IR text
+  // when the kernel is built (for KILN_LOGS=output_code and KILN_DEBUG_DIR).
+  KernelFn get(const std::string& key_text, const std::string& symbol_prefix,
+               const std::function<void(llvm::Module&, const std::string& symbol)>& build, std::string* ir_out);
+  // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2").
+  std::string target_description() const;
+  JitStats stats() const;
+  void reset_stats();
+  // Drops the in-memory index (not the code already loaded), so the next lookups go to the disk cache.
+  void forget_memory_cache();
+
+  KernelJit(const KernelJit&) = delete;
+  KernelJit& operator=(const KernelJit&) = delete;
+
+ private:
+  KernelJit();
+  ~KernelJit();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The status word kernels report errors through (one per run; 0 = ok).
+enum KernelStatus : int32_t { kStatusOk = 0, kStatusInjected = 1, kStatusZeroDivision = 2 };
+
+}  // namespace kiln::runtime

@@ -1,0 +1,420 @@
+// The CPU inductor: compiled results equal the reference interpreter (through the comparator) for every op of
+// the table on random samples (dtypes, broadcasting, non-contiguous inputs, size-0/1 dims, odd sizes), fused
+// equals unfused on random graphs, disabling any subsystem site keeps results correct, the fusion decisions
+// the issue promises, bug injection, and the kernel cache.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "api/backends.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "eager/loops.h"
+#include "eager/philox.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "inductor/compile.h"
+#include "op_samples.h"
+#include "ops/api.h"
+#include "ops/dispatch.h"
+#include "repro/isolate.h"
+#include "runtime/jit.h"
+
+namespace kiln {
+namespace {
+
+// Every test process compiles into its own kernel cache directory.
+struct CacheDirEnvironment : ::testing::Environment {
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() / fmt::format("kiln-test-cache-{}", ::getpid());
+    set_option(Opt::CacheDir, dir.string());
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::filesystem::path dir;
+};
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
+
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? clone(t).detach() : t);
+  return out;
+}
+
+// Runs `g` compiled and with the interpreter on the same inputs; the comparator's verdict (fp64 reference).
+CompareVerdict compiled_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs, CompileOptions opts = {}) {
+  manual_seed(7);
+  std::vector<Tensor> expected = graph::run_graph(g, clones(inputs));
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  manual_seed(7);
+  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
+  std::shared_ptr<CompiledGraph> c = compile(g, opts);
+  manual_seed(7);
+  std::vector<Tensor> actual = (*c)(clones(inputs));
+  return compare_outputs(expected, actual, reference);
+}
+
+graph::Graph example(const std::string& name) {
+  return graph::load_graph(std::string(KILN_SOURCE_DIR) + "/examples/" + name + ".kir");
+}
+
+graph::Graph parse(const std::string& text) { return graph::parse_graph(text, "test.kir"); }
+
+// ---------------------------------------------------------------- examples and fusion decisions
+
+TEST(Inductor, ExamplesMatchTheInterpreter) {
+  for (const char* name : {"mlp", "softmax", "layernorm", "attention", "conv_block", "chain100"}) {
+    graph::Graph g = example(name);
+    CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 0));
+    EXPECT_TRUE(v.ok) << name << ": " << v.str();
+  }
+}
+
+TEST(Inductor, Chain100IsOneKernel) {
+  std::shared_ptr<CompiledGraph> c = compile(example("chain100"));
+  EXPECT_EQ(c->stats().kernels, 1) << c->loop_ir();
+  EXPECT_EQ(c->stats().extern_calls, 0) << c->loop_ir();
+}
+
+TEST(Inductor, SoftmaxAndLayernormOverTheLastDimAreAtMostTwoKernels) {
+  graph::Graph s = parse("graph s(%x: f32[64, 100]) {\n  %y = softmax(%x, -1) : f32[64, 100]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> cs = compile(s);
+  EXPECT_LE(cs->stats().kernels, 2) << cs->loop_ir();
+  EXPECT_EQ(cs->stats().extern_calls, 0) << cs->loop_ir();
+  graph::Graph l = parse(
+      "graph l(%x: f32[64, 100], %w: f32[100], %b: f32[100]) {\n"
+      "  %y = layer_norm(%x, [100], %w, %b) : f32[64, 100]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> cl = compile(l);
+  EXPECT_LE(cl->stats().kernels, 2) << cl->loop_ir();
+  EXPECT_EQ(cl->stats().extern_calls, 0) << cl->loop_ir();
+  EXPECT_TRUE(compiled_vs_interpreter(s, graph::seeded_inputs(s, 1)).ok);
+  EXPECT_TRUE(compiled_vs_interpreter(l, graph::seeded_inputs(l, 1)).ok);
+}
+
+TEST(Inductor, MlpForwardHasNoKernelThatOnlyCopies) {
+  std::shared_ptr<CompiledGraph> c = compile(example("mlp"));
+  EXPECT_EQ(c->stats().copy_kernels, 0) << c->loop_ir();
+}
+
+TEST(Inductor, ViewsLowerToIndexArithmetic) {
+  graph::Graph g = parse(
+      "graph v(%x: f32[6, 4]) {\n"
+      "  %t = transpose(%x, 0, 1) : f32[4, 6]{1, 4}\n"
+      "  %r = reshape(%t, [2, 12]) : f32[2, 12]\n"
+      "  %s = slice(%r, 1, 1, 11, 3) : f32[2, 4]{12, 3}\n"
+      "  %e = exp(%s) : f32[2, 4]\n"
+      "  return %e\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  EXPECT_EQ(c->stats().kernels, 1) << c->loop_ir();
+  EXPECT_EQ(c->stats().extern_calls, 0) << c->loop_ir();
+  EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 3)).ok);
+}
+
+TEST(Inductor, NonContiguousInputsAreRead) {
+  graph::Graph g = parse("graph n(%x: f32[5, 7]) {\n  %y = sigmoid(%x) : f32[5, 7]\n  return %y\n}\n");
+  Tensor base = graph::seeded_inputs(g, 2)[0];
+  Tensor wide = Tensor::empty({5, 14});
+  Tensor x = slice(wide, 1, 0, 14, 2);
+  copy_into(x, base);
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  std::vector<Tensor> out = (*c)({x});
+  CompareVerdict v = compare_outputs({sigmoid(base)}, out);
+  EXPECT_TRUE(v.ok) << v.str();
+}
+
+// ---------------------------------------------------------------- every op of the table
+
+struct OpRow {
+  std::string name;
+};
+void PrintTo(const OpRow& r, std::ostream* os) { *os << r.name; }
+
+std::map<std::string, rc::Gen<OpSample>> all_samples() {
+  auto all = differentiable_op_samples();
+  for (auto& [name, gen] : non_differentiable_op_samples()) all.emplace(name, gen);
+  return all;
+}
+const std::map<std::string, rc::Gen<OpSample>>& samples() {
+  static const auto s = all_samples();
+  return s;
+}
+std::vector<OpRow> op_rows() {
+  std::vector<OpRow> rows;
+  for (const auto& [name, gen] : samples()) rows.push_back({name});
+  return rows;
+}
+
+Tensor cast_floating(const Tensor& t, DType dt) {
+  if (!t.defined() || !is_floating(t.dtype()) || t.is_wrapped_number()) return t;
+  NoGradGuard no_grad;
+  return to(t, dt).detach();
+}
+
+// A one-node graph calling `op` like the sample does (tensor arguments become graph inputs with the sample's
+// strides), and those inputs.
+std::pair<graph::Graph, std::vector<Tensor>> one_node_graph(const OpInfo& op, const OpSample& sample, DType dt) {
+  std::vector<IValue> positional = sample.args;
+  std::map<std::string, IValue> kwargs = sample.kwargs;
+  auto convert = [&](IValue& v) {
+    if (v.is_tensor()) v = cast_floating(v.tensor(), dt);
+    if (v.is_tensor_list()) {
+      TensorList l = v.tensor_list();
+      for (Tensor& t : l) t = cast_floating(t, dt);
+      v = l;
+    }
+  };
+  for (IValue& v : positional) convert(v);
+  for (auto& [k, v] : kwargs) convert(v);
+  OpCall call = bind_args(op, positional, kwargs);
+  graph::Graph g;
+  std::vector<Tensor> inputs;
+  std::vector<graph::Arg> args;
+  auto input = [&](const Tensor& t) {
+    if (t.is_wrapped_number()) return g.add_constant(g.fresh_name("c"), t);
+    inputs.push_back(t);
+    return g.add_input(g.fresh_name("x"), t.meta());
+  };
+  for (const IValue& v : call.args) {
+    if (v.is_none()) args.emplace_back(std::monostate{});
+    else if (v.is_tensor()) args.emplace_back(graph::TensorArg{v.tensor().defined() ? input(v.tensor()) : graph::kNoValue});
+    else if (v.is_tensor_list()) {
+      graph::TensorListArg l;
+      for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? input(t) : graph::kNoValue);
+      args.emplace_back(l);
+    } else if (v.is_scalar()) args.emplace_back(v.scalar());
+    else if (v.is_int_list()) args.emplace_back(v.int_list());
+    else if (v.is_dtype()) args.emplace_back(v.dtype());
+    else args.emplace_back(v.string());
+  }
+  std::vector<graph::ValueId> outs = g.add_op(op.id, args);
+  g.set_outputs(outs);
+  return {std::move(g), std::move(inputs)};
+}
+
+class InductorOp : public ::testing::TestWithParam<OpRow> {};
+
+TEST_P(InductorOp, CompiledEqualsInterpreter) {
+  const std::string& name = GetParam().name;
+  const OpInfo* op = find_op(name);
+  ASSERT_NE(op, nullptr);
+  const rc::Gen<OpSample>& gen = samples().at(name);
+  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
+    check_property(fmt::format("InductorOp/{}/{}", name, dtype_name(dt)), [&] {
+      OpSample sample = *gen;
+      RC_PRE(!sample.shape_depends_on_data);
+      graph::Graph g;
+      std::vector<Tensor> inputs;
+      try {
+        std::tie(g, inputs) = one_node_graph(*op, sample, dt);
+        manual_seed(7);
+        graph::run_graph(g, clones(inputs));
+      } catch (const Error&) {
+        RC_DISCARD("the op does not accept this sample in this dtype");
+      }
+      CompareVerdict v = compiled_vs_interpreter(g, inputs);
+      if (!v.ok) RC_FAIL(v.str() + "\n" + graph::print_graph(g));
+    }, 6);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, InductorOp, ::testing::ValuesIn(op_rows()),
+                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+
+// ---------------------------------------------------------------- random graphs
+
+// A random graph over %x: f32[R, C] and %y: f32[C] built from lowered ops: pointwise chains and diamonds,
+// broadcasts, reductions over the last dim (kept and broadcast back), and views.
+graph::Graph random_graph() {
+  const int64_t rows = *rc::gen::inRange<int64_t>(1, 6);
+  const int64_t cols = *rc::gen::element<int64_t>(1, 3, 7, 8, 17, 33);
+  graph::Graph g;
+  std::vector<graph::ValueId> full{g.add_input("x", TensorMeta{DType::F32, {rows, cols}, {cols, 1}, {}})};
+  graph::ValueId y = g.add_input("y", TensorMeta{DType::F32, {cols}, {1}, {}});
+  const int steps = *rc::gen::inRange(1, 12);
+  for (int i = 0; i < steps; ++i) {
+    graph::ValueId a = full[size_t(*rc::gen::inRange<int>(0, int(full.size())))];
+    graph::ValueId b = full[size_t(*rc::gen::inRange<int>(0, int(full.size())))];
+    using graph::TensorArg;
+    switch (*rc::gen::inRange(0, 9)) {
+      case 0: full.push_back(g.add_op1(OpId::tanh, {TensorArg{a}})); break;
+      case 1: full.push_back(g.add_op1(OpId::sigmoid, {TensorArg{a}})); break;
+      case 2: full.push_back(g.add_op1(OpId::mul, {TensorArg{a}, TensorArg{b}})); break;
+      case 3: full.push_back(g.add_op1(OpId::add, {TensorArg{a}, TensorArg{y}, Scalar(1.0)})); break;
+      case 4: full.push_back(g.add_op1(OpId::maximum, {TensorArg{a}, TensorArg{b}})); break;
+      case 5: {  // x - amax(x, -1, keepdim)
+        graph::ValueId m = g.add_op1(OpId::amax, {TensorArg{a}, IntList{1}, Scalar(true)});
+        full.push_back(g.add_op1(OpId::sub, {TensorArg{a}, TensorArg{m}, Scalar(1.0)}));
+        break;
+      }
+      case 6: {  // x / (1 + sum(exp(x), -1, keepdim))
+        graph::ValueId e = g.add_op1(OpId::exp, {TensorArg{a}});
+        graph::ValueId s = g.add_op1(OpId::sum, {TensorArg{e}, IntList{1}, Scalar(true), std::monostate{}});
+        graph::ValueId d = g.add_op1(OpId::add, {TensorArg{s}, Scalar(1.0), Scalar(1.0)});
+        full.push_back(g.add_op1(OpId::div, {TensorArg{b}, TensorArg{d}, std::monostate{}}));
+        break;
+      }
+      case 7: {  // flip(x, [0]) * x
+        graph::ValueId f = g.add_op1(OpId::flip, {TensorArg{a}, IntList{0}});
+        full.push_back(g.add_op1(OpId::mul, {TensorArg{f}, TensorArg{b}}));
+        break;
+      }
+      case 8: {  // mean over rows, broadcast back
+        graph::ValueId m = g.add_op1(OpId::mean, {TensorArg{a}, IntList{0}, Scalar(true), std::monostate{}});
+        full.push_back(g.add_op1(OpId::sub, {TensorArg{b}, TensorArg{m}, Scalar(1.0)}));
+        break;
+      }
+    }
+  }
+  std::vector<graph::ValueId> outs{full.back()};
+  if (full.size() > 2 && *rc::gen::arbitrary<bool>()) outs.push_back(full[full.size() / 2]);
+  g.set_outputs(outs);
+  return g;
+}
+
+TEST(InductorProperty, FusedEqualsUnfusedEqualsInterpreter) {
+  check_property("InductorProperty/FusedEqualsUnfused", [] {
+    graph::Graph g = random_graph();
+    std::vector<Tensor> inputs = graph::seeded_inputs(g, *rc::gen::inRange<uint64_t>(0, 1000));
+    CompileOptions unfused;
+    unfused.fuse = false;
+    CompareVerdict fused_v = compiled_vs_interpreter(g, inputs);
+    CompareVerdict unfused_v = compiled_vs_interpreter(g, inputs, unfused);
+    if (!fused_v.ok || !unfused_v.ok)
+      RC_FAIL(fmt::format("fused: {}\nunfused: {}\n{}", fused_v.str(), unfused_v.str(), graph::print_graph(g)));
+  }, 30);
+}
+
+// Decision 4: every lowering, inlining, fusion and decomposition site asks should_run(); refusing any prefix
+// of them must leave a correct (slower) program.
+TEST(InductorProperty, DisablingAnySubsystemSiteKeepsResultsCorrect) {
+  check_property("InductorProperty/Bisection", [] {
+    graph::Graph g = *rc::gen::element<int>(0, 1, 2) == 0 ? example("layernorm") : random_graph();
+    std::string subsystem = *rc::gen::element<std::string>("lowering", "inline", "fusion", "decomposition");
+    int limit = *rc::gen::inRange(0, 8);
+    ScopedOption opt(Opt::BisectLimit, fmt::format("inductor:{}={}", subsystem, limit));
+    CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 5));
+    if (!v.ok) RC_FAIL(fmt::format("{} limited to {}: {}\n{}", subsystem, limit, v.str(), graph::print_graph(g)));
+  }, 20);
+}
+
+// ---------------------------------------------------------------- bug injection
+
+graph::Graph relu_graph() {
+  return parse(
+      "graph r(%x: f32[4, 9]) {\n  %a = mul(%x, 2.0) : f32[4, 9]\n  %r = relu(%a) : f32[4, 9]\n"
+      "  %s = add(%r, 1.0) : f32[4, 9]\n  return %s\n}\n");
+}
+
+TEST(InductorInject, CompileErrorIsInvalidIr) {
+  ScopedOption inject(Opt::Inject, "relu:compile_error");
+  try {
+    compile(relu_graph());
+    FAIL() << "expected a compile error";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("LLVM IR verification failed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InductorInject, RuntimeErrorIsReportedByTheKernel) {
+  ScopedOption inject(Opt::Inject, "relu:runtime_error");
+  graph::Graph g = relu_graph();
+  std::shared_ptr<CompiledGraph> c = compile(g);  // compiles fine
+  try {
+    (*c)(graph::seeded_inputs(g, 0));
+    FAIL() << "expected a runtime error";
+  } catch (const CompileError&) {
+    FAIL() << "a runtime error must not be a compile error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("runtime error"), std::string::npos) << e.what();
+  }
+}
+
+TEST(InductorInject, CrashIsASignalInTheKernel) {
+  ScopedOption inject(Opt::Inject, "relu:crash");
+  graph::Graph g = relu_graph();
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  IsolatedResult r = run_isolated([&] {
+    (*compile(g))(inputs);
+    return std::string("no crash");
+  }, 60);
+  EXPECT_EQ(r.kind, IsolatedResult::Kind::Crash) << r.payload;
+}
+
+TEST(InductorInject, AccuracyMakesReluComputeXPlusOne) {
+  graph::Graph g = relu_graph();
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  EXPECT_TRUE(compiled_vs_interpreter(g, inputs).ok);
+  ScopedOption inject(Opt::Inject, "relu:accuracy");
+  std::vector<Tensor> out = (*compile(g))(inputs);
+  // relu(2x) + 1 became (2x + 1) + 1
+  std::vector<Tensor> expected = {add(add(mul(inputs[0], 2.0), 1.0), 1.0)};
+  EXPECT_TRUE(compare_outputs(expected, out).ok);
+  EXPECT_FALSE(compiled_vs_interpreter(g, inputs).ok);
+}
+
+TEST(InductorInject, WrongFusionReadsARowNotYetWritten) {
+  graph::Graph g = parse(
+      "graph f(%x: f32[8, 16]) {\n  %s = sum(%x, [1], True) : f32[8, 1]\n"
+      "  %f = flip(%s, [0]) : f32[8, 1]\n  %y = add(%x, %f) : f32[8, 16]\n  return %y\n}\n");
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  EXPECT_TRUE(compiled_vs_interpreter(g, inputs).ok);
+  ScopedOption inject(Opt::Inject, "fusion:accuracy");
+  EXPECT_FALSE(compiled_vs_interpreter(g, inputs).ok);
+}
+
+TEST(InductorInject, WrongDecompositionOfVar) {
+  graph::Graph g = parse("graph v(%x: f32[4, 10]) {\n  %v = var(%x, [1]) : f32[4]\n  return %v\n}\n");
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  EXPECT_TRUE(compiled_vs_interpreter(g, inputs).ok);
+  ScopedOption inject(Opt::Inject, "var:decomposition");
+  EXPECT_FALSE(compiled_vs_interpreter(g, inputs).ok);
+}
+
+TEST(InductorInject, NothingIsInjectedWhenOff) {
+  std::shared_ptr<CompiledGraph> c = compile(relu_graph());
+  for (const char* op : {"Trap", "Fail", "Invalid"}) EXPECT_EQ(c->loop_ir().find(op), std::string::npos) << op;
+}
+
+TEST(InductorInject, MalformedSpecIsAClearError) {
+  ScopedOption inject(Opt::Inject, "relu:explode");
+  try {
+    compile(relu_graph());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compile_error, runtime_error, crash, accuracy"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- kernel cache
+
+TEST(InductorCache, SecondCompileBuildsNothingAndDiskServesANewIndex) {
+  graph::Graph g = parse("graph c(%x: f32[3, 5]) {\n  %y = cosh(%x) : f32[3, 5]\n  %z = mul(%y, 3.5) : f32[3, 5]\n  return %z\n}\n");
+  std::shared_ptr<CompiledGraph> first = compile(g);
+  std::shared_ptr<CompiledGraph> second = compile(g);
+  EXPECT_EQ(second->stats().kernels_built, 0);
+  runtime::KernelJit& jit = runtime::KernelJit::instance();
+  jit.forget_memory_cache();
+  int64_t disk_before = jit.stats().disk_hits;
+  std::shared_ptr<CompiledGraph> third = compile(g);
+  EXPECT_EQ(third->stats().kernels_built, 0);
+  EXPECT_EQ(jit.stats().disk_hits, disk_before + 1);
+  EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 0)).ok);
+}
+
+TEST(InductorCli, RunWithTheInductorBackendChecksAgainstFp64) {
+  std::string cmd = fmt::format("{} run {}/examples/softmax.kir --backend inductor --seed 3 --check > /dev/null 2>&1",
+                                KILN_CLI, KILN_SOURCE_DIR);
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+}  // namespace
+}  // namespace kiln
