@@ -40,6 +40,8 @@ const BackendFn& backend_fn(const std::string& name) {
 
 void register_backend(const std::string& name, BackendFn fn) { backends()[name] = std::move(fn); }
 
+const BackendFn& backend_function(const std::string& name) { return backend_fn(name); }
+
 std::vector<std::string> backend_names() {
   std::vector<std::string> names;
   for (const auto& [name, fn] : backends()) names.push_back(name);

@@ -14,6 +14,8 @@ namespace kiln {
 using BackendFn = std::function<std::vector<Tensor>(const graph::Graph&, const std::vector<Tensor>&)>;
 void register_backend(const std::string& name, BackendFn fn);
 std::vector<std::string> backend_names();
+// The registered backend `name`; kiln::Error listing the available ones if there is none.
+const BackendFn& backend_function(const std::string& name);
 
 struct ReproOutcome {
   FailureSignature observed;
