@@ -28,7 +28,7 @@ TestGraph relu_test_graph(int nodes, uint64_t seed, int64_t rows, int64_t cols, 
   while (ops < nodes) {
     graph::ValueId last = pool.back();
     graph::ValueId v;
-    int left = nodes - ops;
+    int left = (ops < relu_at ? relu_at : nodes) - ops;  // two-op steps never jump over the relu's slot
     if (ops == relu_at) {
       t.relu_input = g.value(last).name;
       v = emit(OpId::relu, {TensorArg{last}});
@@ -41,7 +41,7 @@ TestGraph relu_test_graph(int nodes, uint64_t seed, int64_t rows, int64_t cols, 
         case 1: v = emit(OpId::mul, {TensorArg{last}, TensorArg{recent()}}); break;
         case 2: v = emit(OpId::sigmoid, {TensorArg{last}}); break;
         case 3: {  // broadcast against the bias
-          graph::ValueId s = emit(OpId::add, {TensorArg{last}, TensorArg{b}});
+          graph::ValueId s = emit(OpId::add, {TensorArg{last}, TensorArg{b}, Scalar(1)});
           v = emit(OpId::tanh, {TensorArg{s}});
           break;
         }
