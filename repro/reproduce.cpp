@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 
 #include "core/options.h"
 #include "eager/philox.h"
@@ -79,18 +80,14 @@ FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& 
 }
 
 ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double timeout_s) {
-  // The recorded configuration applies to this run only.
-  std::vector<std::pair<Opt, std::string>> applied;
+  // The recorded configuration applies to this run only; afterwards each option is back to what it was
+  // (an override the caller had set included: in-process callers such as the minifier rely on it).
+  std::vector<std::unique_ptr<ScopedOption>> applied;
   for (const auto& [name, value] : r.config) {
     auto opt = find_option(name);
     KILN_CHECK(opt.has_value(), "{}: the repro sets unknown option {} (see `kiln --help-options`)", repro_path, name);
-    set_option(*opt, value);
-    applied.emplace_back(*opt, value);
+    applied.push_back(std::make_unique<ScopedOption>(*opt, value));
   }
-  struct Restore {
-    std::vector<std::pair<Opt, std::string>>& a;
-    ~Restore() { for (auto& [o, v] : a) reset_option(o); }
-  } restore{applied};
   ReproOutcome out;
   std::vector<Tensor> inputs = repro_inputs(r, repro_path);
   out.observed = classify_run(r.graph, inputs, r.backend, r.tolerance, timeout_s);

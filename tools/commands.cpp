@@ -3,6 +3,7 @@
 // and the top-level `--help-options` / `--help-options-md` (the options table as text or Markdown).
 #include "tools/commands.h"
 
+#include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"
 
 #include <fmt/format.h>
@@ -95,6 +96,7 @@ void add_commands(CLI::App& app) {
 
   add_graph_commands(app, runners());
   add_repro_commands(app, runners());
+  add_minify_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

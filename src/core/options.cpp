@@ -23,9 +23,11 @@ const std::vector<OptionSpec> kTable = {
     {Opt::DebugDir, "KILN_DEBUG_DIR", OptType::String, "", "",
      "Directory for debug dumps. When set, each pass pipeline writes its input graph and the graph after "
      "each pass as `<stage>/NN_<pass>.kir` there, and repro files are saved there."},
-    {Opt::ReproAfter, "KILN_REPRO_AFTER", OptType::Choice, "", "capture,aot",
-     "Where to intercept a failing compilation for a repro: `capture` (the captured graph, before AOT) or "
-     "`aot` (the forward/backward graphs, before the inductor). Empty = off."},
+    {Opt::ReproAfter, "KILN_REPRO_AFTER", OptType::Choice, "", "capture,aot,backend",
+     "Where to intercept a failing compilation for a repro: `capture` (the captured graph, before AOT), "
+     "`aot` (the forward/backward graphs, before the inductor) or `backend` (the graph exactly as handed to a "
+     "backend's compile, e.g. by `kiln run --backend`). Empty = off. Repros go to KILN_DEBUG_DIR "
+     "(default ./kiln_debug); see docs/minifier.md."},
     {Opt::ReproLevel, "KILN_REPRO_LEVEL", OptType::Int, "2", "",
      "With KILN_REPRO_AFTER set: 1 = save a repro on a compile error; 2 = also minify it; 3 = also on "
      "runtime errors; 4 = also compare outputs against eager and minify accuracy failures."},

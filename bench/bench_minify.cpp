@@ -1,0 +1,57 @@
+// minify/<kind>/<nodes>: the minifier on generated graphs (minifier/testing.h) of 100, 1000 and 10000 op nodes
+// over 256x256 f32 tensors (64K elements; 10000 nodes hold 2.5 GB of f32 intermediates, 5 GB in fp64), with
+// one relu given a compile error, a crash or an accuracy bug by the inject_test backend. Counters: seconds
+// (wall), oracle_calls, result_ops (1 when the relu was found), peak_rss_mb (this process, the minifier) and
+// child_peak_rss_mb (the largest forked candidate). ru_maxrss only grows, so run one size per process for
+// exact peaks: kiln-bench --benchmark_filter='minify/accuracy/10000' --benchmark_format=json
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <filesystem>
+
+#include "core/options.h"
+#include "graph/inputs.h"
+#include "minifier/inject_backend.h"
+#include "minifier/minifier.h"
+#include "minifier/testing.h"
+
+namespace {
+
+using namespace kiln;
+
+void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
+  minify::register_inject_test_backend();
+  ScopedOption inject(Opt::Inject, "relu:" + kind);
+  minify::TestGraph t = minify::relu_test_graph(nodes, 1, 256, 256);
+  std::vector<Tensor> inputs = graph::seeded_inputs(t.graph, 0);
+  std::string dir = (std::filesystem::temp_directory_path() / "kiln_bench_minify").string();
+  std::filesystem::create_directories(dir);
+  minify::MinifyOptions o;
+  o.backend = minify::kInjectTestBackend;
+  o.output = dir + "/" + kind + std::to_string(nodes) + ".repro";
+  o.config = minify::current_config();
+  minify::MinifyResult r;
+  for (auto _ : st) r = minify::minify(t.graph, inputs, o);
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  st.counters["seconds"] = r.stats.seconds;
+  st.counters["oracle_calls"] = r.stats.oracle_calls;
+  st.counters["result_ops"] = r.graph.num_op_nodes();
+  st.counters["reverified"] = r.reverified;
+  st.counters["peak_rss_mb"] = double(self.ru_maxrss) / 1024;
+  st.counters["child_peak_rss_mb"] = double(children.ru_maxrss) / 1024;
+}
+
+[[maybe_unused]] const bool registered = [] {
+  for (const char* kind : {"compile_error", "crash", "accuracy"})
+    for (int nodes : {100, 1000, 10000})
+      benchmark::RegisterBenchmark(fmt::format("minify/{}/{}", kind, nodes).c_str(),
+                                   [kind, nodes](benchmark::State& st) { minify_bench(st, kind, nodes); })
+          ->Iterations(1)
+          ->Unit(benchmark::kSecond)
+          ->UseRealTime();
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,145 @@
+// The KILN_REPRO_AFTER / KILN_REPRO_LEVEL hook: writes repro files into KILN_DEBUG_DIR and minifies them by
+// level (hook.h). All work is wrapped so nothing escapes into the caller.
+#include "minifier/hook.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/options.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "minifier/minifier.h"
+#include "ops/api.h"
+
+namespace kiln {
+
+namespace minify {
+bool& in_minifier() {
+  static bool flag = false;
+  return flag;
+}
+}  // namespace minify
+
+namespace {
+
+std::string debug_dir() {
+  std::string d = opt_string(Opt::DebugDir);
+  return d.empty() ? "kiln_debug" : d;
+}
+
+int level() {
+  try {
+    return int(opt_int(Opt::ReproLevel));
+  } catch (const std::exception&) {
+    return 2;
+  }
+}
+
+bool hook_on() {
+  try {
+    return !minify::in_minifier() && !opt_string(Opt::ReproAfter).empty();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::vector<Tensor> inputs_or_seeded(const graph::Graph& g, const std::vector<Tensor>* inputs) {
+  return inputs ? *inputs : graph::seeded_inputs(g, 0);
+}
+
+std::string write_and_maybe_minify(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                   const FailureSignature& failure, const std::string& backend, bool minify_it) {
+  std::filesystem::create_directories(debug_dir());
+  std::string base = (std::filesystem::path(debug_dir()) / fmt::format("repro_{:016x}", g.structural_hash())).string();
+  std::string path = base + ".repro";
+  std::map<std::string, std::string> config = minify::current_config();
+  minify::write_repro_with_inputs(g, inputs, backend, failure, config, 1e-4, path);
+  std::fprintf(stderr, "kiln: wrote repro %s (%s on backend %s); check it with: kiln repro run %s\n", path.c_str(),
+               failure.kind.c_str(), backend.c_str(), path.c_str());
+  if (!minify_it) return path;
+  minify::MinifyOptions o;
+  o.backend = backend;
+  o.accuracy = failure.kind == "accuracy";
+  o.output = base + ".min.repro";
+  o.config = config;
+  minify::in_minifier() = true;
+  struct Reset { ~Reset() { minify::in_minifier() = false; } } reset;
+  minify::MinifyResult r = minify::minify(g, inputs, o);
+  std::fprintf(stderr, "kiln: minified %d -> %d op nodes (%d oracle calls, %.1f s): %s%s\n", r.stats.start_ops,
+               r.graph.num_op_nodes(), r.stats.oracle_calls, r.stats.seconds, o.output.c_str(),
+               r.reverified ? "" : " (WARNING: it did not re-verify)");
+  return o.output;
+}
+
+}  // namespace
+
+bool repro_hook_wants(std::string_view stage) {
+  try {
+    return hook_on() && opt_string(Opt::ReproAfter) == stage;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string on_compile_failure(const graph::Graph& g, const std::vector<Tensor>* inputs,
+                               const FailureSignature& failure, const std::string& backend) {
+  if (!hook_on()) return "";
+  int lv = level();
+  bool wanted = (failure.kind == "compile_error" && lv >= 1) ||
+                ((failure.kind == "runtime_error" || failure.kind == "crash" || failure.kind == "hang") && lv >= 3) ||
+                (failure.kind == "accuracy" && lv >= 4);
+  if (!wanted) return "";
+  try {
+    return write_and_maybe_minify(g, inputs_or_seeded(g, inputs), failure, backend, lv >= 2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: the repro hook could not write or minify the failing graph: %s\n", e.what());
+    return "";
+  }
+}
+
+void on_compile_start(const graph::Graph& g, const std::vector<Tensor>* inputs, const std::string& backend) {
+  if (!hook_on() || level() < 3) return;
+  try {
+    std::filesystem::create_directories(debug_dir());
+    std::string path = (std::filesystem::path(debug_dir()) / fmt::format("pending_{:016x}.repro", g.structural_hash())).string();
+    minify::write_repro_with_inputs(g, inputs_or_seeded(g, inputs), backend, {"crash", ""}, minify::current_config(),
+                                    1e-4, path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: the repro hook could not save the graph before compiling: %s\n", e.what());
+  }
+}
+
+void on_compile_done(const graph::Graph& g) {
+  if (!hook_on() || level() < 3) return;
+  std::error_code ec;
+  std::string path = (std::filesystem::path(debug_dir()) / fmt::format("pending_{:016x}.repro", g.structural_hash())).string();
+  std::filesystem::remove(path, ec);
+  std::filesystem::remove_all(path + ".inputs", ec);
+}
+
+FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                              const std::vector<Tensor>& outputs, const std::string& backend) {
+  if (!hook_on() || level() < 4) return {};
+  try {
+    graph::InterpretOptions o;
+    o.fp64 = true;
+    std::vector<Tensor> copies;
+    for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
+    std::vector<Tensor> reference = graph::run_graph(g, copies, o);
+    std::vector<Tensor> expected;
+    for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) expected.push_back(to(reference[i], outputs[i].dtype()));
+    CompareOptions co;
+    co.ignore_non_float = true;
+    CompareVerdict v = compare_outputs(expected, outputs, reference, co);
+    if (v.ok) return {};
+    FailureSignature f{"accuracy", v.str()};
+    write_and_maybe_minify(g, inputs, f, backend, true);
+    return f;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kiln: the accuracy hook failed: %s\n", e.what());
+    return {};
+  }
+}
+
+}  // namespace kiln

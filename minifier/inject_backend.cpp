@@ -1,0 +1,63 @@
+// The inject_test backend: KILN_INJECT parsed per call (so tests can change it), faults applied through the
+// interpreter's on_value callback, which sees each node's result right after the node ran.
+#include "minifier/inject_backend.h"
+
+#include <signal.h>
+
+#include <map>
+
+#include "core/options.h"
+#include "graph/interpreter.h"
+#include "ops/api.h"
+#include "repro/reproduce.h"
+
+namespace kiln::minify {
+
+namespace {
+
+std::map<OpId, std::string> injected() {
+  std::map<OpId, std::string> out;
+  for (const std::string& e : opt_list(Opt::Inject)) {
+    size_t c = e.find(':');
+    if (c == std::string::npos) continue;
+    const OpInfo* op = find_op(e.substr(0, c));
+    std::string kind = e.substr(c + 1);
+    if (op && (kind == "compile_error" || kind == "runtime_error" || kind == "crash" || kind == "accuracy"))
+      out[op->id] = kind;
+  }
+  return out;
+}
+
+std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  std::map<OpId, std::string> faults = injected();
+  if (faults.empty()) return graph::run_graph(g, inputs);
+  for (const graph::Node& n : g.nodes()) {
+    if (n.kind != graph::NodeKind::Op) continue;
+    auto it = faults.find(n.op);
+    if (it != faults.end() && it->second == "compile_error")
+      throw CompileError(fmt::format("{}: injected compile error: the lowering of %{} emits invalid IR "
+                                     "(KILN_INJECT={}:compile_error)", n.info().name, g.value(n.outputs[0]).name,
+                                     n.info().name));
+  }
+  graph::InterpretOptions o;
+  o.on_value = [&](graph::ValueId id, const Tensor& t) {
+    int p = g.value(id).producer;
+    if (p < 0) return;
+    const graph::Node& n = g.nodes()[size_t(p)];
+    if (n.kind != graph::NodeKind::Op) return;
+    auto it = faults.find(n.op);
+    if (it == faults.end()) return;
+    if (it->second == "runtime_error")
+      fail("{}: injected runtime error in the kernel of %{} (KILN_INJECT={}:runtime_error)", n.info().name,
+           g.value(id).name, n.info().name);
+    if (it->second == "crash") ::raise(SIGSEGV);
+    if (it->second == "accuracy" && is_floating(t.dtype())) add_(t, 1.0);
+  };
+  return graph::run_graph(g, inputs, o);
+}
+
+}  // namespace
+
+void register_inject_test_backend() { register_backend(kInjectTestBackend, run_injected); }
+
+}  // namespace kiln::minify

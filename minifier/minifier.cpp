@@ -1,0 +1,253 @@
+// minify(): classify the original, record reference values, reduce with checkpoints, re-verify the written
+// repro (see minifier.h).
+#include "minifier/minifier.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/npy.h"
+#include "core/options.h"
+#include "graph/text.h"
+#include "minifier/hook.h"
+#include "ops/api.h"
+#include "repro/reproduce.h"
+
+namespace kiln::minify {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, std::string> current_config() {
+  std::map<std::string, std::string> out;
+  for (const OptionSpec& s : option_table()) {
+    // Tool settings describe how kiln was debugging, not the bug.
+    if (s.id == Opt::Logs || s.id == Opt::DebugDir || s.id == Opt::ReproAfter || s.id == Opt::ReproLevel ||
+        s.id == Opt::CacheDir || s.id == Opt::CacheSizeLimit || s.id == Opt::Verify)
+      continue;
+    std::string v;
+    switch (s.type) {
+      case OptType::String:
+      case OptType::Choice: v = opt_string(s.id); break;
+      case OptType::List: v = fmt::format("{}", fmt::join(opt_list(s.id), ",")); break;
+      case OptType::Int: v = std::to_string(opt_int(s.id)); break;
+      case OptType::Bool: continue;
+    }
+    if (v != s.default_value) out[std::string(s.env)] = v;
+  }
+  return out;
+}
+
+uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto bytes = [&](const void* p, size_t n) {
+    auto* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 0x100000001b3ull;
+  };
+  std::string text = graph::print_graph(g);
+  bytes(text.data(), text.size());
+  for (const Tensor& t : inputs) {
+    Tensor c = contiguous(t);
+    bytes(c.data_ptr(), size_t(c.numel()) * dtype_size(c.dtype()));
+  }
+  return h;
+}
+
+void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
+                             const FailureSignature& failure, const std::map<std::string, std::string>& config,
+                             double tolerance, const std::string& path) {
+  ReproFile r = make_repro(g);
+  r.backend = backend;
+  r.config = config;
+  r.tolerance = tolerance;
+  r.expected = failure;
+  if (g.inputs().empty()) {
+    r.input_seed = 0;
+  } else {
+    fs::path dir = fs::path(path).string() + ".inputs";
+    fs::create_directories(dir);
+    r.input_dir = dir.filename().string();
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      // A name always carries the same value within a run, so a file written once stays valid.
+      std::string file = g.value(g.inputs()[i]).name + ".npy";
+      if (!fs::exists(dir / file)) write_npy((dir / file).string(), inputs[i]);
+      r.input_hashes[file] = content_hash_of_file((dir / file).string());
+    }
+  }
+  save_repro(r, path);
+}
+
+namespace {
+
+std::string state_path(const std::string& output) { return output + ".state.json"; }
+
+void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, bool done) {
+  nlohmann::json j;
+  j["source_hash"] = fmt::format("{:016x}", o.source_hash);
+  j["backend"] = o.backend;
+  j["target_kind"] = t.failure.kind;
+  j["target_message"] = t.failure.message;
+  j["oracle_calls"] = s.oracle_calls;
+  j["cache_hits"] = s.cache_hits;
+  j["accepted"] = s.accepted;
+  j["seconds"] = s.seconds;
+  j["start_ops"] = s.start_ops;
+  j["done"] = done;
+  write_file_atomic(state_path(o.output), j.dump(2) + "\n");
+}
+
+void print_progress(const ReduceStats& s, bool final_line) {
+  std::fprintf(stderr, "\rkiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s G=%d      %s",
+               s.ops, s.start_ops, s.oracle_calls, s.seconds, s.strategy.c_str(), s.granularity,
+               final_line ? "\n" : "");
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts_in) {
+  MinifyOptions opts = opts_in;
+  // The repro hook stays off in the minifier and its children: candidates must not write repros.
+  bool was_in = in_minifier();
+  in_minifier() = true;
+  struct Restore { bool v; ~Restore() { in_minifier() = v; } } restore{was_in};
+  if (opts.strict_accuracy) opts.accuracy = true;
+  if (opts.source_hash == 0) opts.source_hash = source_hash(g, inputs);
+  const GeneratorState seed_state = default_generator();
+  ValueStore store(opts.memory_budget, opts.spill_dir);
+  InputSource src(g, inputs, store);
+
+  ForkOracleOptions fo;
+  fo.backend = opts.backend;
+  fo.tolerance = opts.tolerance;
+  fo.timeout_s = opts.timeout_s;
+  fo.jobs = opts.jobs;
+  fo.seed_state = seed_state;
+  fo.target.strict_accuracy = opts.strict_accuracy;
+  fo.target.check_str = opts.check_str;
+  find_backend(opts.backend);  // an unknown backend is an error before any work
+
+  MinifyResult res;
+  Candidate start{g, "original"};
+  ReduceStats stats;
+  bool resumed = false;
+  if (opts.resume) {
+    KILN_CHECK(!opts.output.empty(), "--resume needs the output path of the interrupted run (-o)");
+    std::ifstream f(state_path(opts.output));
+    KILN_CHECK(f.good(), "cannot resume: {} does not exist (was the run started with -o {}?)", state_path(opts.output),
+               opts.output);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception& e) {
+      fail("cannot resume: {} is not valid JSON: {}", state_path(opts.output), e.what());
+    }
+    KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts.source_hash),
+               "cannot resume: {} was made from a different graph or inputs; start a new run without --resume",
+               state_path(opts.output));
+    KILN_CHECK(j.value("backend", "") == opts.backend, "cannot resume: the interrupted run used backend {}, not {}",
+               j.value("backend", ""), opts.backend);
+    res.original = {j.value("target_kind", "none"), j.value("target_message", "")};
+    stats.oracle_calls = j.value("oracle_calls", 0);
+    stats.cache_hits = j.value("cache_hits", 0);
+    stats.accepted = j.value("accepted", 0);
+    stats.seconds = j.value("seconds", 0.0);
+    stats.start_ops = j.value("start_ops", 0);
+    ReproFile r = load_repro(opts.output);
+    for (graph::ValueId id = 0; id < r.graph.num_values(); ++id)
+      KILN_CHECK(g.find_value(r.graph.value(id).name).has_value(),
+                 "cannot resume: the checkpoint {} has value %{}, which the original graph does not", opts.output,
+                 r.graph.value(id).name);
+    start.graph = std::move(r.graph);
+    start.move = "checkpoint";
+    resumed = true;
+  } else {
+    fo.target.failure = {"accuracy", ""};  // classify everything, comparing outputs when the run succeeds
+    ForkOracle probe(src, fo);
+    res.original = probe.classify(g);
+    const std::string& k = res.original.kind;
+    KILN_CHECK(k != "invalid", "the fp64 reference run of this graph fails, so it cannot show a backend bug: {}",
+               res.original.message);
+    KILN_CHECK(k != "none", "the graph does not fail on backend {} (it runs and matches the fp64 reference within "
+               "tolerance {}): nothing to minify", opts.backend, opts.tolerance);
+    KILN_CHECK(!opts.accuracy || k == "accuracy", "--accuracy: the graph fails on backend {} with {}, not an "
+               "accuracy failure: {}\n(drop --accuracy to minify that failure)", opts.backend, k, res.original.message);
+    KILN_CHECK(opts.check_str.empty() || res.original.message.find(opts.check_str) != std::string::npos ||
+               (k != "compile_error" && k != "runtime_error"),
+               "--check-str: the graph's failure ({}) does not contain \"{}\": {}", k, opts.check_str,
+               res.original.message);
+    if (!opts.output.empty()) {
+      std::error_code ec;
+      fs::remove_all(opts.output + ".inputs", ec);  // a fresh run: no stale input files
+    }
+  }
+  fo.target.failure = res.original;
+  record_reference(g, inputs, seed_state, store);
+  ForkOracle oracle(src, fo);
+
+  ReduceOptions ro;
+  ro.max_steps = opts.max_steps;
+  ro.constant_value = [&](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
+    const TensorMeta& m = cg.value(id).meta;
+    int64_t n = 1;
+    for (int64_t s : m.sizes) n *= s;
+    if (n > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
+    return src.value_of(cg, id);
+  };
+  const bool tty = opts.progress && ::isatty(2);
+  ro.on_progress = [&](const ReduceStats& s) {
+    if (tty) print_progress(s, false);
+  };
+  ro.on_accept = [&](const Candidate& c, const ReduceStats& s) {
+    if (opts.progress && !tty)
+      std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s\n", s.ops,
+                   s.start_ops, s.oracle_calls, s.seconds, c.move.c_str());
+    if (opts.output.empty()) return;
+    write_repro_with_inputs(c.graph, src.inputs_of(c.graph), opts.backend, res.original, opts.config,
+                            opts.tolerance, opts.output);
+    write_state(opts, fo.target, s, false);
+  };
+  if (!resumed && !opts.output.empty()) {  // the original is the first checkpoint
+    stats.start_ops = std::get<0>(measure(g));
+    write_repro_with_inputs(g, inputs, opts.backend, res.original, opts.config, opts.tolerance, opts.output);
+    write_state(opts, fo.target, stats, false);
+  }
+  Candidate out = reduce(std::move(start), oracle, ro, stats);
+  if (tty) print_progress(stats, true);
+
+  res.graph = out.graph;
+  res.inputs = src.inputs_of(out.graph);
+  Verdict final = oracle.confirm(out);
+  ++stats.oracle_calls;
+  res.failure = final.observed;
+  res.reverified = final.fails;
+  res.reverify_message = final.fails ? "the minified graph shows the same failure"
+                                     : "the minified graph no longer fails: " + final.observed.kind;
+  if (!opts.output.empty() && final.fails) {
+    write_repro_with_inputs(res.graph, res.inputs, opts.backend, res.failure, opts.config, opts.tolerance, opts.output);
+    // The file as a user will run it: read back, inputs from disk, `kiln repro run`'s rules.
+    ReproOutcome o = reproduce(load_repro(opts.output), opts.output, opts.timeout_s);
+    res.reverified = o.reproduces;
+    res.reverify_message = o.reproduces ? "kiln repro run: REPRODUCES"
+                                        : fmt::format("kiln repro run: does not reproduce (observed {}: {})",
+                                                      o.observed.kind, o.observed.message);
+    // Input files of earlier checkpoints that the result no longer reads.
+    std::set<std::string> keep;
+    for (graph::ValueId id : res.graph.inputs()) keep.insert(res.graph.value(id).name + ".npy");
+    std::error_code ec;
+    if (fs::exists(opts.output + ".inputs"))
+      for (const auto& e : fs::directory_iterator(opts.output + ".inputs", ec))
+        if (!keep.count(e.path().filename().string())) fs::remove(e.path(), ec);
+    if (res.graph.inputs().empty()) fs::remove_all(opts.output + ".inputs", ec);
+  }
+  stats.ops = std::get<0>(measure(res.graph));
+  res.stats = stats;
+  if (!opts.output.empty()) write_state(opts, fo.target, stats, opts.max_steps < 0 || stats.accepted < opts.max_steps);
+  return res;
+}
+
+}  // namespace kiln::minify

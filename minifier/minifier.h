@@ -1,0 +1,68 @@
+// kiln's minifier (issue 5, docs/minifier.md): shrinks a graph that fails on a backend to a minimal graph
+// that fails the same way, and writes it as a repro file that `kiln repro run` reproduces.
+//
+//   1. Classify the original graph on the backend in a forked child (exactly, with its fp64 reference). It
+//      must fail ("does not fail ... nothing to minify" otherwise); with accuracy=true the failure must be an
+//      accuracy failure. That failure is the target (oracle.h: same-failure rules).
+//   2. Record every value of one fp64 reference run (values.h), within the memory budget, spilling beyond.
+//   3. Reduce (reducer.h) with a ForkOracle. After every accepted step the smallest failing graph so far is
+//      written to the checkpoint (a repro file, its inputs as .npy beside it, and a small state file), so an
+//      interrupted run loses nothing and `resume` continues from it: the reduction depends only on the current
+//      graph, so a resumed run ends where the uninterrupted one would have.
+//   4. Re-verify: the result is written as a repro file, read back and reproduced (`kiln repro run`'s code).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "minifier/oracle.h"
+#include "minifier/reducer.h"
+#include "repro/repro.h"
+
+namespace kiln::minify {
+
+struct MinifyOptions {
+  std::string backend = "eager";
+  bool accuracy = false;         // minify an accuracy failure (errors and crashes do not count)
+  bool strict_accuracy = false;  // ... comparing non-float outputs too (implies accuracy)
+  std::string check_str;         // errors match by this substring instead of the normalised message
+  int jobs = 1;                  // candidates run in parallel
+  double timeout_s = 10;         // per candidate; longer counts as a hang
+  double tolerance = 1e-4;       // the comparator's tolerance for accuracy failures
+  int64_t memory_budget = int64_t(256) << 20;  // bytes of recorded values kept in memory
+  std::string spill_dir;         // where recorded values beyond the budget go (empty: system temp dir)
+  // The repro file to write (and checkpoint to) after every accepted step; inputs go to OUT.inputs/ and the
+  // run's state to OUT.state.json. Empty: nothing is written.
+  std::string output;
+  bool resume = false;           // continue from `output`'s checkpoint (written by an interrupted run)
+  bool progress = false;         // a progress line on stderr (nodes left, oracle calls, elapsed)
+  std::map<std::string, std::string> config;  // non-default options, recorded in the repro
+  int max_steps = -1;            // stop after this many accepted steps (simulates an interruption)
+  uint64_t source_hash = 0;      // identifies the original graph + inputs, to refuse resuming another run
+};
+
+struct MinifyResult {
+  graph::Graph graph;            // the minified graph (values keep their original names)
+  std::vector<Tensor> inputs;    // its inputs
+  FailureSignature original;     // the original graph's failure (the target)
+  FailureSignature failure;      // the minified graph's failure, as re-verified
+  ReduceStats stats;
+  bool reverified = false;       // the written repro reproduced (or, without output, confirm() held)
+  std::string reverify_message;  // what `kiln repro run` said
+};
+
+MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
+
+// The options that differ from their defaults and change what a backend does (KILN_INJECT, ...), as
+// NAME=VALUE pairs for a repro's config; tool settings (logs, debug dir, repro hooks) are left out.
+std::map<std::string, std::string> current_config();
+
+// Writes `g` with `inputs` as a repro file at `path` (inputs as DIR/<name>.npy in `path`.inputs/, hashed).
+void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
+                             const FailureSignature& failure, const std::map<std::string, std::string>& config,
+                             double tolerance, const std::string& path);
+
+// Content hash of a graph and its inputs (for the checkpoint's state file).
+uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs);
+
+}  // namespace kiln::minify

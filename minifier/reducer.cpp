@@ -1,0 +1,378 @@
+// The reducer: moves as lazy candidate generators, a verdict cache, and the fx_minifier-style driver
+// (see reducer.h for the rules).
+#include "minifier/reducer.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "graph/interpreter.h"
+
+namespace kiln::minify {
+
+std::vector<std::optional<Verdict>> Oracle::test_batch(const std::vector<const Candidate*>& batch) {
+  std::vector<std::optional<Verdict>> out(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    out[i] = test(*batch[i]);
+    if (out[i]->fails) break;
+  }
+  return out;
+}
+
+Measure measure(const graph::Graph& g) {
+  int64_t const_elems = 0;
+  int ops = 0;
+  for (const graph::Node& n : g.nodes()) {
+    if (n.kind == graph::NodeKind::Op) ++ops;
+    else const_elems += n.constant.numel();
+  }
+  return {ops, int(g.outputs().size()), int(g.inputs().size()), const_elems};
+}
+
+namespace {
+
+std::vector<int64_t> contiguous_of(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> st(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+}  // namespace
+
+graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
+  using graph::Graph; using graph::Node; using graph::NodeKind; using graph::ValueId; using graph::ValueInfo;
+  using graph::Arg; using graph::TensorArg; using graph::TensorListArg; using graph::kNoValue;
+  const auto& nodes = cur.nodes();
+  const size_t nv = size_t(cur.num_values());
+  std::vector<char> needed(nv, 0), live(nodes.size(), 0), to_const(nv, 0);
+  for (ValueId id : m.outputs) needed[size_t(id)] = 1;
+  for (ValueId id : m.to_constant) to_const[size_t(id)] = 1;
+  bool random_after = false;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const Node& n = nodes[i];
+    bool use = false;
+    for (ValueId o : n.outputs) use |= bool(needed[size_t(o)]);
+    bool converted = n.kind == NodeKind::Op && !m.to_input.empty() && m.to_input[i];
+    if (converted) continue;  // its needed outputs become inputs
+    if (n.kind == NodeKind::Op) {
+      // An in-place node matters when the value it mutates is read after it.
+      if (n.info().is_inplace())
+        for (ValueId v : Graph::node_inputs(n)) { use |= bool(needed[size_t(v)]); break; }
+      if (random_after && graph::is_random_node(n)) use = true;
+    }
+    if (!use) continue;
+    live[i] = 1;
+    if (n.kind == NodeKind::Op) {
+      for (ValueId v : Graph::node_inputs(n)) needed[size_t(v)] = 1;
+      if (graph::is_random_node(n)) random_after = true;
+    }
+  }
+  Graph out;
+  out.name = cur.name;
+  std::vector<ValueId> map(nv, kNoValue);
+  bool restrided = false;
+  for (ValueId id : cur.inputs()) {
+    if (!needed[size_t(id)] || to_const[size_t(id)]) continue;
+    const ValueInfo& v = cur.value(id);
+    map[size_t(id)] = out.add_input(v.name, v.meta, v.requires_grad);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (m.to_input.empty() || !m.to_input[i] || nodes[i].kind != NodeKind::Op) continue;
+    for (ValueId o : nodes[i].outputs) {
+      if (!needed[size_t(o)]) continue;
+      const ValueInfo& v = cur.value(o);
+      TensorMeta meta = v.meta;
+      std::vector<int64_t> st = contiguous_of(meta.sizes);
+      if (meta.strides != st) restrided = true;
+      meta.strides = st;
+      map[size_t(o)] = out.add_input(v.name, meta, v.requires_grad);
+    }
+  }
+  for (size_t k = 0; k < m.to_constant.size(); ++k) {
+    ValueId id = m.to_constant[k];
+    if (!needed[size_t(id)]) continue;
+    map[size_t(id)] = out.add_constant(cur.value(id).name, m.constants[k]);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const Node& n = nodes[i];
+    if (n.kind == NodeKind::Constant) {
+      ValueId o = n.outputs[0];
+      map[size_t(o)] = out.add_constant(cur.value(o).name, n.constant);
+      out.value(map[size_t(o)]).wrapped_number = cur.value(o).wrapped_number;
+      continue;
+    }
+    std::vector<Arg> args = n.args;
+    for (Arg& a : args) {
+      if (auto* t = std::get_if<TensorArg>(&a)) t->id = map[size_t(t->id)];
+      if (auto* l = std::get_if<TensorListArg>(&a))
+        for (ValueId& id : l->ids)
+          if (id != kNoValue) id = map[size_t(id)];
+    }
+    std::vector<std::string> names;
+    std::vector<TensorMeta> metas;
+    for (ValueId o : n.outputs) {
+      names.push_back(cur.value(o).name);
+      metas.push_back(cur.value(o).meta);
+    }
+    std::vector<ValueId> outs =
+        restrided ? out.add_op(n.op, std::move(args), names) : out.add_op(n.op, std::move(args), names, metas);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      map[size_t(n.outputs[k])] = outs[k];
+      out.value(outs[k]).requires_grad = cur.value(n.outputs[k]).requires_grad;
+    }
+  }
+  std::vector<ValueId> outs;
+  for (ValueId id : m.outputs) outs.push_back(map[size_t(id)]);
+  out.set_outputs(outs);
+  return out;
+}
+
+namespace {
+
+uint64_t cache_key(const graph::Graph& g) {
+  uint64_t h = g.structural_hash();
+  for (graph::ValueId id : g.inputs())
+    for (char c : g.value(id).name) h = (h ^ uint64_t(uint8_t(c))) * 0x100000001b3ull;
+  return h;
+}
+
+using Generator = std::function<std::optional<Move>()>;
+
+class Driver {
+ public:
+  Driver(Candidate start, Oracle& oracle, const ReduceOptions& opts, ReduceStats& stats)
+      : cur_(std::move(start)), oracle_(oracle), opts_(opts), stats_(stats), t0_(std::chrono::steady_clock::now()),
+        base_seconds_(stats.seconds) {
+    stats_.ops = std::get<0>(measure(cur_.graph));
+    if (stats_.start_ops == 0) stats_.start_ops = stats_.ops;
+  }
+
+  Candidate run() {
+    for (;;) {
+      if (opts_.max_steps >= 0 && stats_.accepted >= opts_.max_steps) break;
+      int n = std::max(1, num_ops());
+      int G = 1;
+      while (G * 2 <= n) G *= 2;
+      if (try_granularity(G, true)) continue;
+      bool progress = false;
+      for (int g = G / 2; g >= 1 && !progress; g /= 2) progress = try_granularity(g, false);
+      if (progress) continue;
+      if (try_moves("outputs", 1, remove_outputs(1))) continue;
+      if (try_moves("constant", 1, constants())) continue;
+      break;
+    }
+    tick();
+    return cur_;
+  }
+
+ private:
+  int num_ops() const { return std::get<0>(measure(cur_.graph)); }
+
+  std::vector<int> op_indices() const {
+    std::vector<int> ops;
+    for (size_t i = 0; i < cur_.graph.nodes().size(); ++i)
+      if (cur_.graph.nodes()[i].kind == graph::NodeKind::Op) ops.push_back(int(i));
+    return ops;
+  }
+
+  bool try_granularity(int G, bool non_granular) {
+    int n = num_ops();
+    if (int(cur_.graph.outputs().size()) > n / 2 && try_moves("outputs", G, remove_outputs(G))) return true;
+    if (non_granular && try_moves("dce", G, dce())) return true;
+    if (try_moves("truncate", G, truncate(G))) return true;
+    return try_moves("window", G, window(G));
+  }
+
+  Generator dce() {
+    bool done = false;
+    return [this, done]() mutable -> std::optional<Move> {
+      if (done) return std::nullopt;
+      done = true;
+      Move m;
+      m.outputs = cur_.graph.outputs();
+      m.what = "dead code and unused inputs";
+      return m;
+    };
+  }
+
+  // Prefixes of L = G, 3G, 5G, ... op nodes (shorter than the graph), shortest first.
+  Generator truncate(int G) {
+    std::vector<int> ops = op_indices();
+    int k = 1;
+    return [this, ops, G, k]() mutable -> std::optional<Move> {
+      int L = G * k;
+      if (L >= int(ops.size())) return std::nullopt;
+      k += 2;
+      Move m;
+      m.outputs = cur_.graph.nodes()[size_t(ops[size_t(L - 1)])].outputs;
+      m.what = fmt::format("truncate after op {} of {} (G={})", L, ops.size(), G);
+      return m;
+    };
+  }
+
+  // Windows [s, s+G) of op nodes turned into inputs.
+  Generator window(int G) {
+    std::vector<int> ops = op_indices();
+    int s = 0;
+    return [this, ops, G, s]() mutable -> std::optional<Move> {
+      if (s >= int(ops.size())) return std::nullopt;
+      Move m;
+      m.to_input.assign(cur_.graph.nodes().size(), 0);
+      int e = std::min<int>(int(ops.size()), s + G);
+      for (int i = s; i < e; ++i) m.to_input[size_t(ops[size_t(i)])] = 1;
+      m.outputs = cur_.graph.outputs();
+      m.what = fmt::format("ops {}..{} of {} into inputs (G={})", s, e - 1, ops.size(), G);
+      s += G;
+      return m;
+    };
+  }
+
+  // Runs of max(1, G/2) outputs removed, outputs ordered by where they are defined (like fx_minifier).
+  Generator remove_outputs(int G) {
+    std::vector<graph::ValueId> outs = cur_.graph.outputs();
+    const graph::Graph& g = cur_.graph;
+    std::stable_sort(outs.begin(), outs.end(), [&](graph::ValueId a, graph::ValueId b) {
+      return g.value(a).producer < g.value(b).producer;
+    });
+    int step = std::max(1, G / 2);
+    size_t i = 0;
+    return [this, outs, step, i]() mutable -> std::optional<Move> {
+      if (outs.size() <= 1 || i >= outs.size()) return std::nullopt;
+      Move m;
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (k < i || k >= i + size_t(step)) m.outputs.push_back(outs[k]);
+      m.what = fmt::format("remove outputs {}..{} of {}", i, std::min(outs.size(), i + step) - 1, outs.size());
+      i += size_t(step);
+      return m;
+    };
+  }
+
+  // All small inputs at once, then each alone.
+  Generator constants() {
+    std::vector<std::pair<graph::ValueId, Tensor>> cands;
+    if (opts_.constant_value)
+      for (graph::ValueId id : cur_.graph.inputs())
+        if (auto v = opts_.constant_value(cur_.graph, id)) cands.emplace_back(id, *v);
+    int k = cands.size() > 1 ? -1 : 0;
+    return [this, cands, k]() mutable -> std::optional<Move> {
+      if (k >= int(cands.size())) return std::nullopt;
+      Move m;
+      m.outputs = cur_.graph.outputs();
+      if (k < 0) {
+        for (auto& [id, t] : cands) m.to_constant.push_back(id), m.constants.push_back(t);
+        m.what = fmt::format("{} small inputs into constants", cands.size());
+      } else {
+        m.to_constant = {cands[size_t(k)].first};
+        m.constants = {cands[size_t(k)].second};
+        m.what = fmt::format("input %{} into a constant", cur_.graph.value(cands[size_t(k)].first).name);
+      }
+      ++k;
+      return m;
+    };
+  }
+
+  bool try_moves(const std::string& name, int G, Generator gen) {
+    stats_.strategy = name;
+    stats_.granularity = G;
+    const Measure before = measure(cur_.graph);
+    const int width = std::max(1, oracle_.parallelism());
+    bool exhausted = false;
+    while (!exhausted) {
+      std::vector<Candidate> batch;
+      std::vector<uint64_t> keys;
+      while (int(batch.size()) < width) {
+        std::optional<Move> m = gen();
+        if (!m) { exhausted = true; break; }
+        Candidate c{apply_move(cur_.graph, *m), m->what};
+        if (!(measure(c.graph) < before)) continue;  // no progress: not worth a query
+        uint64_t key = cache_key(c.graph);
+        auto hit = cache_.find(key);
+        if (hit != cache_.end() && !hit->second) { ++stats_.cache_hits; continue; }
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+        batch.push_back(std::move(c));
+        keys.push_back(key);
+      }
+      if (batch.empty()) continue;
+      std::vector<const Candidate*> ptrs;
+      std::vector<std::optional<Verdict>> verdicts(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        auto hit = cache_.find(keys[i]);
+        if (hit != cache_.end()) {  // cached as failing (seen in a parallel batch, not yet confirmed)
+          ++stats_.cache_hits;
+          verdicts[i] = Verdict{true, {}};
+        }
+      }
+      for (size_t i = 0; i < batch.size(); ++i)
+        if (!verdicts[i]) ptrs.push_back(&batch[i]);
+      if (!ptrs.empty()) {
+        std::vector<std::optional<Verdict>> got = oracle_.test_batch(ptrs);
+        size_t j = 0;
+        for (size_t i = 0; i < batch.size(); ++i) {
+          if (verdicts[i]) continue;
+          verdicts[i] = got[j++];
+          if (verdicts[i]) {
+            ++stats_.oracle_calls;
+            ++stats_.observed[verdicts[i]->observed.kind];
+            cache_[keys[i]] = verdicts[i]->fails;
+          }
+        }
+        tick();
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (!verdicts[i]) {  // not evaluated: an earlier one failed; evaluate later ones one by one
+          Verdict v = oracle_.test(batch[i]);
+          ++stats_.oracle_calls;
+          ++stats_.observed[v.observed.kind];
+          cache_[keys[i]] = v.fails;
+          verdicts[i] = v;
+          tick();
+        }
+        if (!verdicts[i]->fails) continue;
+        Verdict sure = oracle_.confirm(batch[i]);
+        ++stats_.oracle_calls;
+        tick();
+        if (!sure.fails) {
+          cache_[keys[i]] = false;
+          ++stats_.rejected_on_confirm;
+          continue;
+        }
+        accept(std::move(batch[i]));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void accept(Candidate c) {
+    cur_ = std::move(c);
+    ++stats_.accepted;
+    stats_.ops = num_ops();
+    tick();
+    if (opts_.on_accept) opts_.on_accept(cur_, stats_);
+  }
+
+  void tick() {
+    stats_.seconds = base_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (opts_.on_progress) opts_.on_progress(stats_);
+  }
+
+  Candidate cur_;
+  Oracle& oracle_;
+  const ReduceOptions& opts_;
+  ReduceStats& stats_;
+  std::chrono::steady_clock::time_point t0_;
+  double base_seconds_;
+  std::unordered_map<uint64_t, bool> cache_;
+};
+
+}  // namespace
+
+Candidate reduce(Candidate start, Oracle& oracle, const ReduceOptions& opts, ReduceStats& stats) {
+  return Driver(std::move(start), oracle, opts, stats).run();
+}
+
+}  // namespace kiln::minify

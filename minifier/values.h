@@ -1,0 +1,53 @@
+// Recorded reference values for the minifier: one fp64 reference run of the original graph records every
+// value (floating values in f64, others in their dtype), so that a candidate can turn any intermediate into an
+// input carrying its recorded value, and an accuracy candidate can be judged against recorded fp64 outputs
+// instead of re-running the reference. Values stay in memory up to a byte budget and spill to one unlinked
+// temporary file beyond it (a 10000-node graph over 64K-element tensors holds 5 GB of fp64 intermediates).
+// Forked oracle children read spilled values through the inherited file descriptor.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eager/philox.h"
+#include "graph/graph.h"
+
+namespace kiln::minify {
+
+class ValueStore {
+ public:
+  // budget_bytes: how much stays in memory; spill_dir: where the spill file lives (empty: the system temp
+  // directory). The file is unlinked as soon as it is created, so nothing is left behind, even after a kill.
+  ValueStore(int64_t budget_bytes, std::string spill_dir = "");
+  ~ValueStore();
+  ValueStore(const ValueStore&) = delete;
+  ValueStore& operator=(const ValueStore&) = delete;
+
+  void put(graph::ValueId id, const Tensor& value);  // copies (the interpreter may mutate or free it)
+  bool has(graph::ValueId id) const;
+  // The recorded value (a fresh contiguous tensor when spilled; shared, to be treated as read-only, when in
+  // memory). Throws kiln::Error if nothing was recorded for `id`.
+  Tensor get(graph::ValueId id) const;
+
+  int64_t memory_bytes() const { return memory_bytes_; }
+  int64_t spilled_bytes() const { return spilled_bytes_; }
+
+ private:
+  struct Entry {
+    Tensor in_memory;      // defined when kept in memory
+    TensorMeta meta;       // contiguous meta of the spilled value
+    int64_t offset = -1;   // byte offset in the spill file
+  };
+  int64_t budget_, memory_bytes_ = 0, spilled_bytes_ = 0;
+  std::string spill_dir_;
+  int fd_ = -1;
+  std::vector<Entry> entries_;  // by ValueId
+};
+
+// Runs the fp64 reference interpreter over `g` with the generator at `seed_state` and records every value
+// (graph inputs, constants, node outputs) into `store`. Throws kiln::Error when the reference run fails: such
+// a graph cannot show a backend bug.
+void record_reference(const graph::Graph& g, const std::vector<Tensor>& inputs, const GeneratorState& seed_state,
+                      ValueStore& store);
+
+}  // namespace kiln::minify

@@ -1,0 +1,153 @@
+// `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--check-str S] [-j N] [--timeout S] [-o OUT]
+// [--resume] [--emit cpp|torch] [--inputs DIR | --seed N] [--tol T] [--budget MB]`. G is a .kir graph or a
+// repro file (whose backend, configuration, inputs and tolerance are then the defaults). Exit 0 with a
+// re-verified repro, 2 for bad input (including a graph that does not fail), 3 when the result could not be
+// re-verified (a kiln bug: please report it).
+#include "tools/cmd_minify.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/inputs.h"
+#include "graph/text.h"
+#include "minifier/emit.h"
+#include "minifier/inject_backend.h"
+#include "minifier/minifier.h"
+#include "repro/reproduce.h"
+
+namespace kiln::cli {
+namespace {
+
+struct MinifyArgs {
+  std::string file, backend, inputs_dir, check_str, output, emit, spill_dir;
+  std::optional<uint64_t> seed;
+  std::optional<double> tol;
+  bool accuracy = false, strict = false, resume = false, quiet = false;
+  int jobs = 1;
+  double timeout_s = 10;
+  int64_t budget_mb = 256;
+};
+
+int run_minify(const MinifyArgs& a) {
+  std::ifstream f(a.file, std::ios::binary);
+  KILN_CHECK(f.good(), "cannot read {}: no such file (expected a .kir graph or a repro file)", a.file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  minify::MinifyOptions o;
+  graph::Graph g;
+  std::vector<Tensor> inputs;
+  std::string backend = a.backend;
+  std::string input_desc;
+  std::vector<ScopedOption*> applied;
+  std::vector<std::unique_ptr<ScopedOption>> scoped;
+  if (text.find("\nkiln-repro:") != std::string::npos || text.rfind("kiln-repro:", 0) == 0) {
+    ReproFile r = parse_repro(text, a.file);
+    for (const auto& [k, v] : r.config) {
+      auto opt = find_option(k);
+      KILN_CHECK(opt.has_value(), "{}: the repro sets unknown option {} (see `kiln --help-options`)", a.file, k);
+      scoped.push_back(std::make_unique<ScopedOption>(*opt, v));
+    }
+    g = r.graph;
+    if (backend.empty()) backend = r.backend;
+    inputs = a.inputs_dir.empty() ? repro_inputs(r, a.file) : graph::load_inputs(g, a.inputs_dir);
+    input_desc = a.inputs_dir.empty() ? "inputs from the repro" : "inputs from " + a.inputs_dir;
+    o.tolerance = a.tol.value_or(r.tolerance);
+  } else {
+    g = graph::parse_graph(text, a.file);
+    graph::verify_graph(g, a.file);
+    if (!a.inputs_dir.empty()) {
+      inputs = graph::load_inputs(g, a.inputs_dir);
+      input_desc = "inputs from " + a.inputs_dir;
+    } else {
+      uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
+      inputs = graph::seeded_inputs(g, seed);
+      input_desc = fmt::format("inputs from seed {}", seed);
+    }
+    o.tolerance = a.tol.value_or(1e-4);
+  }
+  KILN_CHECK(!backend.empty(), "kiln minify: name the backend that fails with --backend (available: {})",
+             fmt::join(backend_names(), ", "));
+  manual_seed(a.seed.value_or(uint64_t(opt_int(Opt::Seed))));  // random ops draw the same in every candidate
+  o.backend = backend;
+  o.accuracy = a.accuracy;
+  o.strict_accuracy = a.strict;
+  o.check_str = a.check_str;
+  o.jobs = a.jobs;
+  o.timeout_s = a.timeout_s;
+  o.memory_budget = a.budget_mb << 20;
+  o.spill_dir = a.spill_dir;
+  o.output = a.output;
+  if (o.output.empty()) {
+    std::filesystem::path p(a.file);
+    o.output = (p.parent_path() / (p.stem().string() + ".min.repro")).string();
+  }
+  o.resume = a.resume;
+  o.progress = !a.quiet;
+  o.config = minify::current_config();
+  fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) on backend {}{}\n", a.file, g.num_op_nodes(), input_desc,
+             backend, a.resume ? ", resuming from " + o.output : "");
+  minify::MinifyResult res = minify::minify(g, inputs, o);
+  fmt::print("failure: {}: {}\n", res.original.kind, res.original.message);
+  fmt::print("minified {} -> {} op nodes in {:.2f} s ({} oracle calls, {} answered from the cache, {} steps)\n",
+             res.stats.start_ops, res.graph.num_op_nodes(), res.stats.seconds, res.stats.oracle_calls,
+             res.stats.cache_hits, res.stats.accepted);
+  if (!res.reverified) {
+    fmt::print(stderr, "kiln: error: the minified repro {} does not reproduce: {}\nThis is a kiln bug; please "
+               "report it with the original graph.\n", o.output, res.reverify_message);
+    return 3;
+  }
+  fmt::print("re-verified: {}\n", res.reverify_message);
+  fmt::print("wrote {}{}; check it with: kiln repro run {}\n", o.output,
+             res.graph.inputs().empty() ? "" : " (inputs in " + o.output + ".inputs/)", o.output);
+  if (!a.emit.empty()) {
+    ReproFile r = load_repro(o.output);
+    std::filesystem::path p(o.output);
+    std::string stem = (p.parent_path() / p.stem()).string();
+    std::string path = stem + (a.emit == "cpp" ? ".cpp" : ".py");
+    write_file_atomic(path, a.emit == "cpp" ? minify::emit_cpp(r, o.output) : minify::emit_torch(r, o.output));
+    fmt::print("wrote {} (--emit {})\n", path, a.emit);
+  }
+  fmt::print("\n{}", graph::print_graph(res.graph));
+  return 0;
+}
+
+}  // namespace
+
+void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  minify::register_inject_test_backend();
+  static MinifyArgs a;
+  auto* m = app.add_subcommand("minify", "shrink a graph that fails on a backend to a minimal repro file that fails "
+                                         "the same way");
+  m->add_option("file", a.file, "the failing graph (.kir) or a repro file")->required();
+  m->add_option("--backend", a.backend, "the backend it fails on (default: the repro's)");
+  auto* acc = m->add_flag("--accuracy", a.accuracy, "minify an accuracy failure (errors and crashes do not count; "
+                                                    "non-float outputs are ignored)");
+  auto* strict = m->add_flag("--strict-accuracy", a.strict, "like --accuracy, but non-float outputs count too");
+  acc->excludes(strict);
+  m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
+                                            "message modulo names and numbers)");
+  m->add_option("-j,--jobs", a.jobs, "candidates run in parallel (default 1)")->check(CLI::PositiveNumber);
+  m->add_option("--timeout", a.timeout_s, "seconds a candidate may run before it counts as a hang (default 10)");
+  m->add_option("-o,--output", a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
+                                         "inputs go to OUT.inputs/, the run's state to OUT.state.json");
+  m->add_flag("--resume", a.resume, "continue an interrupted run from its checkpoint (-o OUT)");
+  m->add_option("--emit", a.emit, "also write a standalone program: cpp (against libkiln) or torch (PyTorch script)")
+      ->check(CLI::IsMember({"cpp", "torch"}));
+  auto* in = m->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
+  auto* seed = m->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)");
+  in->excludes(seed);
+  m->add_option("--tol", a.tol, "comparator tolerance for accuracy failures (default 1e-4, or the repro's)");
+  m->add_option("--budget", a.budget_mb, "MB of recorded reference values kept in memory; the rest spill to disk "
+                                         "(default 256)");
+  m->add_option("--spill-dir", a.spill_dir, "where recorded values beyond the budget go (default: the temp dir)");
+  m->add_flag("-q,--quiet", a.quiet, "no progress line on stderr");
+  runners["minify"] = [] { return run_minify(a); };
+}
+
+}  // namespace kiln::cli
