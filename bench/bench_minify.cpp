@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/options.h"
@@ -30,6 +31,7 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   o.backend = minify::kInjectTestBackend;
   o.output = dir + "/" + kind + std::to_string(nodes) + ".repro";
   o.config = minify::current_config();
+  o.progress = std::getenv("KILN_BENCH_PROGRESS") != nullptr;  // one line per accepted step on stderr
   minify::MinifyResult r;
   for (auto _ : st) r = minify::minify(t.graph, inputs, o);
   rusage self{}, children{};

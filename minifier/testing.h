@@ -1,8 +1,9 @@
 // Generated failing graphs for the minifier's tests and benchmarks: `nodes` op nodes over f32 tensors with
 // one relu among tanh, sin, sigmoid, mul (diamonds: operands from recent values), broadcasts against a bias
 // input, row reductions (mean over a dim, broadcast back) and full reductions (a 0-dim mean), with several
-// outputs. A spine (each op reads the previous op's result) carries the relu's effect to an output two ops
-// after it, so an off-by-one relu is visible. Values stay in [-1, 1] (or [0, 2] after an injected relu+1),
+// outputs. A spine (each op reads the previous op's result) runs through the graph; the op right after the
+// relu is a tanh or sigmoid of it and is an output, so an off-by-one relu stays visible (products with means
+// of 64K values would otherwise shrink it below any tolerance). Values stay in [-1, 1] (or [0, 2] after an injected relu+1),
 // so no NaN or Inf drowns the bug.
 #pragma once
 #include <string>
