@@ -115,8 +115,14 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
       KILN_CHECK(results.size() == n.outputs.size(), "decomposition of {} returned {} values for {} outputs", op.name,
                  results.size(), n.outputs.size());
       for (size_t i = 0; i < results.size(); ++i) {
-        ValueId id = rec.id_of(results[i]);
         const TensorMeta& want = g.value(n.outputs[i]).meta;
+        if (results[i].dtype() != want.dtype && results[i].sizes() == want.sizes) {
+          // The op's own inference is the contract (e.g. lerp's decomposition promotes a bf16 0-d case to
+          // f32); convert rather than change the graph's dtype.
+          ScopedMetaCallRecorder on(&rec);
+          results[i] = to(results[i], want.dtype);
+        }
+        ValueId id = rec.id_of(results[i]);
         KILN_CHECK(out.value(id).meta.sizes == want.sizes && out.value(id).meta.dtype == want.dtype,
                    "decomposition of {} (%{}) gives {}{} where the graph has {}{}", op.name, name0,
                    dtype_name(out.value(id).meta.dtype), shape_str(out.value(id).meta.sizes), dtype_name(want.dtype),
@@ -972,7 +978,7 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
     }
     case OpId::flip: {
       LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
-      std::vector<bool> flipped(m.sizes.size(), false);
+      std::vector<bool> flipped(std::max<size_t>(m.sizes.size(), 1), false);  // a 0-d tensor accepts dim 0
       for (int64_t d : mc.ints(1)) flipped[size_t(wrap_dim(d, int64_t(m.sizes.size()), "flip"))] = true;
       Shape sizes = m.sizes;
       vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, [in, flipped, sizes](std::vector<Index> idx) {
