@@ -398,16 +398,36 @@ TEST(InductorInject, MalformedSpecIsAClearError) {
 
 TEST(InductorCache, SecondCompileBuildsNothingAndDiskServesANewIndex) {
   graph::Graph g = parse("graph c(%x: f32[3, 5]) {\n  %y = cosh(%x) : f32[3, 5]\n  %z = mul(%y, 3.5) : f32[3, 5]\n  return %z\n}\n");
-  std::shared_ptr<CompiledGraph> first = compile(g);
-  std::shared_ptr<CompiledGraph> second = compile(g);
+  CompileOptions no_graph_cache;
+  no_graph_cache.use_graph_cache = false;  // exercise the kernel cache itself
+  std::shared_ptr<CompiledGraph> first = compile(g, no_graph_cache);
+  std::shared_ptr<CompiledGraph> second = compile(g, no_graph_cache);
+  EXPECT_NE(first.get(), second.get());
   EXPECT_EQ(second->stats().kernels_built, 0);
   runtime::KernelJit& jit = runtime::KernelJit::instance();
   jit.forget_memory_cache();
   int64_t disk_before = jit.stats().disk_hits;
-  std::shared_ptr<CompiledGraph> third = compile(g);
+  std::shared_ptr<CompiledGraph> third = compile(g, no_graph_cache);
   EXPECT_EQ(third->stats().kernels_built, 0);
   EXPECT_EQ(jit.stats().disk_hits, disk_before + 1);
   EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 0)).ok);
+}
+
+TEST(InductorCache, StructurallyEqualGraphsShareTheCompiledProgramUnlessTheOptionsDiffer) {
+  graph::Graph a = parse("graph a(%x: f32[3, 5]) {\n  %y = sinh(%x) : f32[3, 5]\n  return %y\n}\n");
+  graph::Graph b = parse("graph b(%in: f32[3, 5]) {\n  %out = sinh(%in) : f32[3, 5]\n  return %out\n}\n");
+  std::shared_ptr<CompiledGraph> ca = compile(a);
+  EXPECT_EQ(compile(b).get(), ca.get());
+  {
+    ScopedOption inject(Opt::Inject, "sinh:accuracy");
+    EXPECT_NE(compile(b).get(), ca.get());
+  }
+  {
+    ScopedOption bisect(Opt::BisectLimit, "inductor:fusion=0");
+    EXPECT_NE(compile(b).get(), ca.get());
+  }
+  graph::Graph c = parse("graph c(%x: f32[3, 6]) {\n  %y = sinh(%x) : f32[3, 6]\n  return %y\n}\n");
+  EXPECT_NE(compile(c).get(), ca.get());
 }
 
 TEST(InductorCli, RunWithTheInductorBackendChecksAgainstFp64) {

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "core/options.h"
@@ -20,6 +23,8 @@
 namespace kiln {
 
 using namespace inductor;
+
+std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options);
 
 struct CompiledGraph::Impl {
   graph::Graph graph;  // the decomposed graph extern calls refer to
@@ -192,7 +197,50 @@ const std::string& CompiledGraph::loop_ir() const { return impl_->loop_ir; }
 const std::vector<std::string>& CompiledGraph::kernel_llvm_ir() const { return impl_->llvm_ir; }
 const std::vector<std::string>& CompiledGraph::decisions() const { return impl_->decisions; }
 
+namespace {
+
+struct GraphCache {
+  std::mutex mutex;
+  std::unordered_map<uint64_t, std::shared_ptr<CompiledGraph>> programs;
+};
+GraphCache& graph_cache() {
+  static GraphCache c;
+  return c;
+}
+
+// The graph-level cache key, or nullopt when this compilation must really happen (see CompileOptions).
+std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOptions& options) {
+  if (!options.use_graph_cache || !opt_list(Opt::BisectLimit).empty() || !opt_list(Opt::BisectDisable).empty() ||
+      !opt_string(Opt::DebugDir).empty() || log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) ||
+      log_enabled(LogChannel::Lowering) || log_enabled(LogChannel::Bisect))
+    return std::nullopt;
+  uint64_t h = g.structural_hash();
+  for (char c : fmt::format("|fuse={}|inject={}", options.fuse, fmt::join(opt_list(Opt::Inject), ",")))
+    h = (h ^ uint64_t(uint8_t(c))) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
 std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
+  const std::optional<uint64_t> cache_key = graph_cache_key(g, options);
+  if (cache_key) {
+    std::lock_guard lock(graph_cache().mutex);
+    auto it = graph_cache().programs.find(*cache_key);
+    if (it != graph_cache().programs.end()) {
+      KILN_LOG(LogChannel::Cache, "graph {}: compiled program reused (structurally equal graph, same options)", g.name);
+      return it->second;
+    }
+  }
+  std::shared_ptr<CompiledGraph> program = compile_uncached(g, options);
+  if (cache_key) {
+    std::lock_guard lock(graph_cache().mutex);
+    graph_cache().programs.emplace(*cache_key, program);
+  }
+  return program;
+}
+
+std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   auto impl = std::make_unique<CompiledGraph::Impl>();
   const InjectSpec inject = InjectSpec::from_options();

@@ -183,12 +183,26 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   Impl& im = *impl_;
   std::lock_guard lock(im.mutex);
   const uint64_t key = fnv1a64(fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion));
-  if (auto it = im.memory.find(key); it != im.memory.end()) {
-    ++im.stats.memory_hits;
-    return it->second;
-  }
   const std::string hex = fmt::format("{:016x}", key);
   const std::string symbol = fmt::format("{}_{}", symbol_prefix, hex);
+  // A cache hit still shows its LLVM IR when asked (KILN_LOGS=output_code, KILN_DEBUG_DIR): rebuilt, not compiled.
+  auto print_ir = [&](llvm::Module& m) {
+    ir_out->clear();
+    llvm::raw_string_ostream os(*ir_out);
+    m.print(os, nullptr);
+  };
+  auto show_cached_ir = [&] {
+    if (!ir_out) return;
+    llvm::LLVMContext ctx;
+    llvm::Module m(symbol, ctx);
+    build(m, symbol);
+    print_ir(m);
+  };
+  if (auto it = im.memory.find(key); it != im.memory.end()) {
+    ++im.stats.memory_hits;
+    show_cached_ir();
+    return it->second;
+  }
   const fs::path dir = cache_directory();
   const fs::path file = dir / (symbol + ".o");
   std::error_code ec;
@@ -201,6 +215,7 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
       KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
       ++im.stats.disk_hits;
       im.memory[key] = fn;
+      show_cached_ir();
       return fn;
     }
   }
@@ -216,11 +231,7 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
     vos.flush();
     throw CompileError(fmt::format("LLVM IR verification failed for kernel {}: {}", symbol, verify_errors));
   }
-  if (ir_out) {
-    ir_out->clear();
-    llvm::raw_string_ostream os(*ir_out);
-    module->print(os, nullptr);
-  }
+  if (ir_out) print_ir(*module);
   im.optimize(*module);
   std::string object = im.emit_object(*module);
   KernelFn fn = im.load(object, symbol);
