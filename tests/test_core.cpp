@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <map>
 
 #include "eager/autograd.h"
 #include "ops/api.h"
@@ -168,4 +170,84 @@ TEST(Autograd, GradOfALeafWithRespectToItselfIsTheProjection) {
   std::vector<Tensor> g = grad({x}, {x}, {v});
   ASSERT_TRUE(g[0].defined());
   EXPECT_EQ(g[0].to_double_vector(), (std::vector<double>{3, 4}));
+}
+
+// ---------------------------------------------------------------- overflow-checked shape inference
+// A .kir file (or an API call) can hold any int64, so shape inference must turn sizes that do not fit in 64 bits
+// into a kiln::Error naming the op, never into signed-overflow UB (which the UBSan fuzz build reports).
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+Tensor meta_f32(const Shape& sizes) { return Tensor::meta(TensorMeta{DType::F32, sizes, {}, {}}); }
+
+std::vector<TensorMeta> infer(OpId id, std::vector<IValue> args, const std::map<std::string, IValue>& kwargs = {}) {
+  return infer_meta(bind_args(op_info(id), std::move(args), kwargs));
+}
+
+void expect_infer_error(OpId id, std::vector<IValue> args, const std::map<std::string, IValue>& kwargs,
+                        std::initializer_list<std::string> parts) {
+  try {
+    infer(id, std::move(args), kwargs);
+    ADD_FAILURE() << "expected a kiln::Error from " << op_info(id).name;
+  } catch (const Error& e) {
+    std::string m = e.what();
+    for (const std::string& p : parts) EXPECT_NE(m.find(p), std::string::npos) << "'" << p << "' not in: " << m;
+  }
+}
+
+}  // namespace
+
+TEST(SizeOverflow, ArangeLengthIsExactOrAnError) {
+  EXPECT_EQ(infer(OpId::arange, {0, kMax})[0].sizes, Shape{kMax});  // (end - start + step - 1) overflowed here
+  EXPECT_EQ(infer(OpId::arange, {0, kMin, kMin})[0].sizes, Shape{1});
+  EXPECT_EQ(infer(OpId::arange, {kMax, 0, kMin})[0].sizes, Shape{1});  // |step| = 2^63
+  expect_infer_error(OpId::arange, {kMax, kMin, -1}, {}, {"arange: the result would have more than 2^63 elements"});
+  expect_infer_error(OpId::arange, {kMin, kMax}, {}, {"arange: the result would have more than 2^63 elements"});
+  expect_infer_error(OpId::arange, {0.0, 1e308, 1e-308}, {},
+                     {"arange: the result would have more than 2^63 elements", "1e+308", "1e-308"});
+}
+
+TEST(SizeOverflow, EyeAndFullSizes) {
+  expect_infer_error(OpId::eye, {kMax}, {}, {"eye: the result would have more than 2^63 elements"});
+  expect_infer_error(OpId::zeros, {IntList{1 << 30, 1 << 30, 1 << 30}}, {},
+                     {"zeros: the result would have more than 2^63 elements", "[1073741824, 1073741824, 1073741824]"});
+  EXPECT_EQ(infer(OpId::eye, {3, 4})[0].strides, (Shape{4, 1}));
+}
+
+TEST(SizeOverflow, FullValueMustFitTheDtype) {
+  // PyTorch: "value cannot be converted to type int64_t without overflow" (Scalar::to<int64_t> is checked).
+  expect_infer_error(OpId::full, {IntList{2}, 1e308}, {{"dtype", DType::I64}},
+                     {"full: value 1e+308 cannot be converted to type i64 without overflow"});
+  expect_infer_error(OpId::full, {IntList{2}, 300}, {{"dtype", DType::U8}}, {"cannot be converted to type u8"});
+  expect_infer_error(OpId::full_like, {meta_f32({2}), 1e300}, {{"dtype", DType::I64}},
+                     {"full_like: value 1e+300 cannot be converted to type i64"});
+  EXPECT_THROW(full({2}, 1e308, DType::I64), Error);  // the kernel checks too
+  EXPECT_EQ(infer(OpId::full, {IntList{2}, -9.2e18}, {{"dtype", DType::I64}})[0].dtype, DType::I64);
+  expect_infer_error(OpId::full, {IntList{2}, 1e308}, {}, {"cannot be converted to type f32"});  // the default f32
+  EXPECT_EQ(infer(OpId::full, {IntList{2}, INFINITY}, {{"dtype", DType::F16}})[0].dtype, DType::F16);  // inf is kept
+}
+
+TEST(SizeOverflow, ViewsWithExtremeArguments) {
+  Tensor x = meta_f32({5, 3});
+  // chunk: (n + chunks - 1) / chunks overflowed; PyTorch gives 5 chunks of one row.
+  std::vector<TensorMeta> chunks = infer(OpId::chunk, {x, kMax});
+  ASSERT_EQ(chunks.size(), 5u);
+  EXPECT_EQ(chunks[0].sizes, (Shape{1, 3}));
+  // slice: the length (end - start + step - 1) / step overflowed; the stride is stride * step.
+  TensorMeta s = infer(OpId::slice, {meta_f32({5}), 0, kMin, kMax, kMax})[0];
+  EXPECT_EQ(s.sizes, Shape{1});
+  EXPECT_EQ(s.strides, Shape{kMax});
+  EXPECT_EQ(infer(OpId::slice, {x, 0, kMin, kMax, 2})[0].sizes, (Shape{3, 3}));
+  expect_infer_error(OpId::slice, {x, 0, kMin, kMax, kMax}, {}, {"slice: the stride of the result"});
+  // as_strided: offset + (size - 1) * stride.
+  expect_infer_error(OpId::as_strided, {x, IntList{2}, IntList{1}, kMax}, {},
+                     {"as_strided: the last element's storage offset", "overflows a 64-bit integer"});
+  expect_infer_error(OpId::as_strided, {x, IntList{int64_t(1) << 40, 2}, IntList{int64_t(1) << 40, 1}, 0}, {},
+                     {"as_strided"});
+  // narrow: start + length.
+  expect_infer_error(OpId::narrow, {x, 0, 1, kMax}, {}, {"narrow: start 1 + length 9223372036854775807 exceeds"});
+  EXPECT_EQ(infer(OpId::narrow, {x, 0, 1, 4})[0].sizes, (Shape{4, 3}));
 }

@@ -511,3 +511,15 @@ TEST(IndexMeta, InferenceAgreesWithKernels) {
   expect_meta_matches(OpId::index_put, {x, TensorList{i64({0}, {1})}, 1.0, true});
   expect_meta_matches(OpId::embedding, {x, i64({0, 2}, {1, 2}), -1});
 }
+
+// repeat multiplies each size by its repeat count; 2^40 x 2^40 does not fit in int64 and must be an error.
+TEST(Repeat, HugeRepeatsAreErrorsNotOverflow) {
+  const int64_t big = int64_t(1) << 40;
+  Tensor x = Tensor::meta(TensorMeta{DType::F32, {big}, {}, {}});
+  expect_error([&] { infer_meta(bind_args(op_info(OpId::repeat), {x, IntList{big}})); },
+               {"repeat: the result would have more than 2^63 elements", "1099511627776 * 1099511627776"});
+  Tensor one = Tensor::meta(TensorMeta{DType::F32, {1}, {}, {}});
+  expect_error([&] { infer_meta(bind_args(op_info(OpId::repeat), {one, IntList{big, big}})); },
+               {"repeat: the result would have more than 2^63 elements", "[1099511627776, 1099511627776]"});
+  EXPECT_EQ(infer_meta(bind_args(op_info(OpId::repeat), {one, IntList{big}}))[0].sizes, Shape{big});
+}

@@ -586,6 +586,30 @@ TEST(KirErrors, MalformedConstants) {
   expect_error(kHead + "  %c = constant f32[2] npy(\"nope.npy\") sha256=\"00\"\n  return %c\n}", "2:28", "does not exist");
 }
 
+// Absurd numbers in arguments reach shape inference; sizes that overflow int64 are errors at the op, not UB.
+TEST(KirErrors, SizeOverflowInShapeInference) {
+  auto stmt = [](const std::string& s) { return kHead + "  " + s + "\n  return %y\n}"; };
+  expect_error(stmt("%y = arange(0, 9223372036854775807)"), "2:8", "more than 2^40 elements");
+  expect_error(stmt("%y = arange(-9223372036854775808, 9223372036854775807)"), "2:8",
+               "arange: the result would have more than 2^63 elements");
+  expect_error(stmt("%y = arange(0.0, 1e308, 1e-308)"), "2:8", "arange: the result would have more than 2^63 elements");
+  expect_error(stmt("%y = eye(9223372036854775807)"), "2:8", "eye: the result would have more than 2^63 elements");
+  expect_error(stmt("%y = full([2], 1e308, dtype=i64)"), "2:8", "full: value 1e+308 cannot be converted to type i64");
+  expect_error(stmt("%y = repeat(%x, [1099511627776, 1099511627776])"), "2:8",
+               "repeat: the result would have more than 2^63 elements");
+  expect_error(stmt("%y = slice(%x, 0, -9223372036854775808, 9223372036854775807, 9223372036854775807)"), "2:8",
+               "slice: the stride of the result");
+  expect_error(stmt("%y = as_strided(%x, [2], [1], 9223372036854775807)"), "2:8", "as_strided: the last element's");
+  expect_error(stmt("%y = narrow(%x, 0, 1, 9223372036854775807)"), "2:8", "narrow: start 1 + length");
+  expect_error("graph g(%x: f32[1, 1, 4, 4]) {\n  %y = max_pool2d(%x, [1099511627776], dilation=[1099511627776])\n"
+               "  return %y\n}", "2:8", "max_pool2d: the dilated kernel size");
+  // Extreme but meaningful arguments parse (chunk's (n + chunks - 1) / chunks used to overflow).
+  Graph g = parse_graph(kHead + "  %a, %b = chunk(%x, 9223372036854775807) : f32[1, 3], f32[1, 3]\n"
+                                "  %s = slice(%x, 1, -9223372036854775808, 9223372036854775807, 2) : f32[2, 2]{3, 2}\n"
+                                "  return %a, %b, %s\n}", "t.kir");
+  EXPECT_EQ(g.num_op_nodes(), 2);
+}
+
 TEST(KirVerify, ReportsTheFirstStaleMetaWithItsLocation) {
   Graph g = parse_graph(kHead + "  %h = linear(%x, %w)\n  %r = relu(%h)\n  return %r\n}", "m.kir");
   EXPECT_NO_THROW(verify_graph(g, "m.kir"));

@@ -920,3 +920,25 @@ TEST(NnPool, AvgPoolGradcheck) {
   auto t = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{avg_pool2d(in[0], {2}, {1}, {1})}; };
   expect_gradcheck(t, {leaf(transpose(random_f64({1, 2, 4, 3}, 210), 2, 3))});
 }
+
+// Sizes from a .kir file may be up to 2^40 each; their products must not overflow int64 in shape inference.
+TEST(ConvPoolShapes, HugeArgumentsAreErrorsNotOverflow) {
+  const int64_t big = int64_t(1) << 40;
+  auto meta = [](const Shape& s) { return Tensor::meta(TensorMeta{DType::F32, s, {}, {}}); };
+  auto infer_error = [&](OpId id, std::vector<IValue> args, const std::vector<std::string>& parts) {
+    expect_error([&] { infer_meta(bind_args(op_info(id), args)); }, parts);
+  };
+  Tensor x = meta({1, 1, 4, 4});
+  // conv2d: 2^40 padding gives a 2^41 x 2^41 output plane, more than 2^63 elements with the channel dims.
+  infer_error(OpId::conv2d, {x, meta({2, 1, 1, 1}), IValue(), IntList{1}, IntList{big}},
+              {"conv2d: the result would have more than 2^63 elements"});
+  // conv2d: dilation * (kernel - 1) with a 2^40 kernel.
+  infer_error(OpId::conv2d, {meta({1, 1, big, 1}), meta({1, 1, big, 1}), IValue(), IntList{1}, IntList{0}, IntList{big}},
+              {"conv2d: the dilated kernel size", "overflows a 64-bit integer"});
+  // max_pool2d: (kernel - 1) * dilation with a 2^40 kernel and dilation.
+  infer_error(OpId::max_pool2d, {x, IntList{big}, IntList{}, IntList{0}, IntList{big}},
+              {"max_pool2d: the dilated kernel size", "overflows a 64-bit integer"});
+  // Large but representable arguments still infer.
+  TensorMeta m = infer_meta(bind_args(op_info(OpId::conv2d), {x, meta({2, 1, 1, 1}), IValue(), IntList{1}, IntList{1024}}))[0];
+  EXPECT_EQ(m.sizes, (Shape{1, 2, 2052, 2052}));
+}

@@ -1,8 +1,11 @@
 // Tensor handles: factories, metadata queries, element access, printing, and the autograd accessors.
 #include "eager/tensor.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "core/size_math.h"
 #include "eager/autograd.h"
 #include "ops/api.h"
 
@@ -16,14 +19,23 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     st[i] = s;
-    s *= std::max<int64_t>(sizes[i], 1);
+    // The product over all dims is checked too: a shape is only representable when it fits.
+    if (__builtin_mul_overflow(s, std::max<int64_t>(sizes[i], 1), &s)) {
+      bool empty = std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
+      if (empty) throw SizeOverflowError(fmt::format("the strides of the result (shape {}) would not fit in 64 bits; "
+                                                     "check the arguments", shape_str(sizes)));
+      throw SizeOverflowError(fmt::format("{} (shape {}); check the arguments", kTooManyElements, shape_str(sizes)));
+    }
   }
   return st;
 }
 
 int64_t shape_numel(const Shape& sizes) {
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)
+    if (__builtin_mul_overflow(n, s, &n))
+      throw SizeOverflowError(fmt::format("{} (shape {}); check the arguments", kTooManyElements, shape_str(sizes)));
   return n;
 }
 
@@ -46,7 +58,9 @@ Tensor Tensor::empty_strided(const Shape& sizes, const Shape& strides, DType dty
   for (size_t i = 0; i < sizes.size(); ++i) {
     KILN_CHECK(sizes[i] >= 0, "negative dimension {} in shape {}", sizes[i], shape_str(sizes));
     if (sizes[i] == 0) { extent = 0; break; }
-    extent += (sizes[i] - 1) * strides[i];
+    int64_t reach;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(extent, reach, &extent))
+      extent = std::numeric_limits<int64_t>::max();  // reported as too large below
   }
   KILN_CHECK(extent < (int64_t(1) << 40), "shape {} of {} is too large to allocate", shape_str(sizes), dtype_name(dtype));
   auto impl = std::make_shared<TensorImpl>();

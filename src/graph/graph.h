@@ -9,9 +9,11 @@
 #include <optional>
 #include <unordered_map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "ops/dispatch.h"
 #include "ops/op_info.h"
 
 namespace kiln::graph {
@@ -70,6 +72,8 @@ class Graph {
                               std::optional<std::vector<TensorMeta>> metas = std::nullopt);
   ValueId add_op1(OpId op, std::vector<Arg> args, const std::string& output_name = "");
   void set_outputs(std::vector<ValueId> outs) { outputs_ = std::move(outs); }
+  // Room for this many nodes and values in total (the parser sizes a graph from its text).
+  void reserve(size_t nodes, size_t values);
 
   // ---- queries ----
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -79,7 +83,7 @@ class Graph {
   const ValueInfo& value(ValueId id) const { return values_.at(size_t(id)); }
   ValueInfo& value(ValueId id) { return values_.at(size_t(id)); }
   int num_values() const { return int(values_.size()); }
-  std::optional<ValueId> find_value(const std::string& name) const;
+  std::optional<ValueId> find_value(std::string_view name) const;
   std::string fresh_name(const std::string& hint = "") const;  // a name not used yet
   // Value ids a node reads (tensor arguments, flattened, without kNoValue).
   static std::vector<ValueId> node_inputs(const Node& n);
@@ -103,19 +107,58 @@ class Graph {
   uint64_t structural_hash() const;
 
  private:
-  ValueId new_value(const std::string& name, const TensorMeta& meta, int producer, int output_index);
+  ValueId new_value(std::string name, TensorMeta meta, int producer, int output_index);
   void renumber_producers();
   std::vector<Node> nodes_;
   std::vector<ValueInfo> values_;
-  // name -> id, so building an N-value graph is linear. Renaming through value(id).name leaves a stale entry,
-  // which find_value detects and ignores.
-  std::unordered_map<std::string, ValueId> by_name_;
+  // name -> id, so building an N-value graph is linear: an open-addressing table (power-of-two size, at most
+  // half full) of (hash of the name, id), checked against values_[id].name. One flat array keeps lookups in
+  // large graphs to about one cache miss. Renaming through value(id).name leaves a stale entry, which
+  // find_value detects and ignores.
+  struct NameSlot {
+    uint32_t hash = 0;
+    ValueId id = kNoValue;  // kNoValue: empty
+  };
+  std::vector<NameSlot> name_index_;
+  size_t name_entries_ = 0;
+  void index_name(uint32_t hash, ValueId id);  // adds an entry, growing the table as needed
+  void grow_name_index(size_t entries);        // room for `entries` entries
   mutable size_t next_fresh_ = 0;
   std::vector<ValueId> inputs_, outputs_;
 };
 
+// Binds the nodes of one graph to meta tensors for shape inference (the verifier and the parser run it on every
+// node). Values with the same meta (and wrapped-number flag) share one meta tensor, made on first use, and a
+// number given for a Tensor argument becomes one wrapped-number tensor per distinct number, so binding a node
+// costs little more than its argument list. (Shape inference reads a tensor's dtype, sizes, strides, device
+// and wrapped flag, never its identity.) Values may be added to the graph while a binder is in use, but the
+// metas and wrapped-number flags of values it has bound must not change.
+class MetaBinder {
+ public:
+  explicit MetaBinder(const Graph& g) : g_(g) {}
+  // bind_args on the node's arguments (schema checks and conversions), with values as meta tensors.
+  OpCall bind(const Node& n);
+  // The node's output metas from the op table's shape inference.
+  std::vector<TensorMeta> infer(const Node& n) { return infer_meta(bind(n)); }
+  void reserve(size_t values) { values_.reserve(values); }  // room for this many values' meta tensors
+
+ private:
+  const Tensor& value_tensor(ValueId id);
+  const Tensor& number_tensor(const Scalar& s);
+  const Tensor& interned(const TensorMeta& m, bool wrapped);
+  struct MetaSlot {
+    uint64_t hash = 0;
+    Tensor tensor;  // undefined: empty
+  };
+  const Graph& g_;
+  std::vector<Tensor> values_;                       // by value id; undefined until first bound
+  std::vector<MetaSlot> metas_;                      // open addressing (power-of-two size, at most half full)
+  size_t num_metas_ = 0;
+  std::unordered_map<uint64_t, Tensor> numbers_[3];  // by Scalar kind, then bit pattern
+};
+
 // The meta tensors / argument list a node is called with (values replaced by meta tensors): for shape
-// inference and the verifier.
+// inference and the verifier (one-off; MetaBinder binds many nodes of a graph faster).
 OpCall bind_node_meta(const Graph& g, const Node& n);
 // A node's arguments as IValues, with each value id replaced by `tensor_of(id)`.
 std::vector<IValue> node_ivalues(const Node& n, const std::function<Tensor(ValueId)>& tensor_of);

@@ -1,6 +1,9 @@
 // The .kir text format (grammar: docs/kir-format.md): the printer, a hand-written lexer and recursive-descent
 // parser that turns every malformed input into a kiln::Error "file:line:col: what is wrong; what to do", and
-// the verifier that re-infers every node of a graph. parse_graph(print_graph(g)) reproduces g exactly.
+// the verifier that re-infers every node of a graph (the parser runs the same node check as it reads each node,
+// so parsing infers each node once). parse_graph(print_graph(g)) reproduces g exactly. Both run once per node of
+// every graph a tool loads, so they avoid per-node temporaries: tokens view the source, names resolve through
+// the graph's flat name index, and error messages are only built when a check fails.
 #include "graph/text.h"
 
 #include <algorithm>
@@ -12,10 +15,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <set>
 #include <sstream>
 #include <unistd.h>
-#include <unordered_map>
+#include <unordered_set>
 
 #include "core/npy.h"
 #include "ops/api.h"
@@ -102,14 +104,16 @@ std::string tensor_sha256(const Tensor& t) {
 }
 
 // ---------------------------------------------------------------- printing
+// The printer appends to one string (no temporary strings per argument or type), so printing is linear in the
+// output size with few allocations.
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_ident_char(char c) { return is_ident_start(c) || is_digit(c); }
 bool is_name_char(char c) { return is_ident_char(c) || c == '.'; }
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
   for (unsigned char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;
@@ -118,16 +122,29 @@ std::string quote(std::string_view s) {
       case '\t': out += "\\t"; break;
       case '\r': out += "\\r"; break;
       default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+        if (c < 0x20 || c == 0x7f) fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
         else out += char(c);
     }
   }
-  return out + "\"";
+  out += '"';
+}
+
+std::string quote(std::string_view s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
+}
+
+void append_name_ref(std::string& out, std::string_view name) {
+  out += '%';
+  if (!name.empty() && std::all_of(name.begin(), name.end(), is_name_char)) out += name;
+  else append_quoted(out, name);
 }
 
 std::string name_ref(std::string_view name) {
-  bool bare = !name.empty() && std::all_of(name.begin(), name.end(), is_name_char);
-  return "%" + (bare ? std::string(name) : quote(name));
+  std::string out;
+  append_name_ref(out, name);
+  return out;
 }
 
 std::string graph_name_str(std::string_view name) {
@@ -135,20 +152,66 @@ std::string graph_name_str(std::string_view name) {
   return bare ? std::string(name) : quote(name);
 }
 
+void append_value_ref(std::string& out, const Graph& g, ValueId id) {
+  if (id < 0 || id >= g.num_values()) fmt::format_to(std::back_inserter(out), "%<undefined value #{}>", id);
+  else append_name_ref(out, g.value(id).name);
+}
+
 std::string value_ref(const Graph& g, ValueId id) {
-  if (id < 0 || id >= g.num_values()) return fmt::format("%<undefined value #{}>", id);
-  return name_ref(g.value(id).name);
+  std::string out;
+  append_value_ref(out, g, id);
+  return out;
+}
+
+void append_int(std::string& out, int64_t v) {
+  fmt::format_int f(v);
+  out.append(f.data(), f.size());
+}
+
+void append_ints(std::string& out, const std::vector<int64_t>& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    append_int(out, v[i]);
+  }
+}
+
+// Whether `m` has the contiguous (row-major) strides of its sizes, which a type does not spell out. Computed
+// without allocating, and without overflow for any sizes a graph in memory may hold.
+bool has_contiguous_strides(const TensorMeta& m) {
+  if (m.strides.size() != m.sizes.size()) return false;
+  int64_t expected = 1;
+  for (size_t i = m.sizes.size(); i-- > 0;) {
+    if (m.strides[i] != expected) return false;
+    if (i > 0 && __builtin_mul_overflow(expected, std::max<int64_t>(m.sizes[i], 1), &expected)) return false;
+  }
+  return true;
+}
+
+void append_type(std::string& out, const TensorMeta& m) {
+  out += dtype_name(m.dtype);
+  out += '[';
+  append_ints(out, m.sizes);
+  out += ']';
+  if (!has_contiguous_strides(m)) {
+    out += '{';
+    append_ints(out, m.strides);
+    out += '}';
+  }
+  if (!(m.device == Device{})) {
+    out += '@';
+    out += m.device.str();
+  }
 }
 
 std::string type_str(const TensorMeta& m) {
-  std::string s = fmt::format("{}[{}]", dtype_name(m.dtype), fmt::join(m.sizes, ", "));
-  if (m.strides != contiguous_strides(m.sizes)) s += fmt::format("{{{}}}", fmt::join(m.strides, ", "));
-  if (!(m.device == Device{})) s += "@" + m.device.str();
-  return s;
+  std::string out;
+  append_type(out, m);
+  return out;
 }
 
-std::string markers(const ValueInfo& v) {
-  return std::string(v.requires_grad ? " grad" : "") + (v.wrapped_number ? " wrapped" : "");
+void append_markers(std::string& out, const ValueInfo& v) {
+  if (v.requires_grad) out += " grad";
+  if (v.wrapped_number) out += " wrapped";
 }
 
 // Shortest text that reads back as the same value; always marked as a float ("1.0", "1e+20").
@@ -185,77 +248,131 @@ Arg arg_from_default(const IValue& v) {
   return std::monostate{};
 }
 
-std::string arg_str(const Graph& g, const Arg& a) {
-  return std::visit([&](const auto& v) -> std::string {
+// a == arg_from_default(d), without building the Arg.
+bool is_default(const Arg& a, const IValue& d) {
+  if (d.is_scalar()) return std::holds_alternative<Scalar>(a) && std::get<Scalar>(a) == d.scalar();
+  if (d.is_int_list()) return std::holds_alternative<IntList>(a) && std::get<IntList>(a) == d.int_list();
+  if (d.is_dtype()) return std::holds_alternative<DType>(a) && std::get<DType>(a) == d.dtype();
+  if (d.is_string()) return std::holds_alternative<std::string>(a) && std::get<std::string>(a) == d.string();
+  return std::holds_alternative<std::monostate>(a);
+}
+
+void append_arg(std::string& out, const Graph& g, const Arg& a) {
+  std::visit([&](const auto& v) {
     using V = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<V, std::monostate>) return "None";
-    else if constexpr (std::is_same_v<V, TensorArg>) return value_ref(g, v.id);
+    if constexpr (std::is_same_v<V, std::monostate>) out += "None";
+    else if constexpr (std::is_same_v<V, TensorArg>) append_value_ref(out, g, v.id);
     else if constexpr (std::is_same_v<V, TensorListArg>) {
-      std::vector<std::string> parts;
-      for (ValueId id : v.ids) parts.push_back(id == kNoValue ? "None" : value_ref(g, id));
-      return fmt::format("[{}]", fmt::join(parts, ", "));
-    } else if constexpr (std::is_same_v<V, Scalar>) return v.str();
-    else if constexpr (std::is_same_v<V, IntList>) return fmt::format("[{}]", fmt::join(v, ", "));
-    else if constexpr (std::is_same_v<V, DType>) return std::string(dtype_name(v));
-    else return quote(v);
+      out += '[';
+      for (size_t i = 0; i < v.ids.size(); ++i) {
+        if (i) out += ", ";
+        if (v.ids[i] == kNoValue) out += "None";
+        else append_value_ref(out, g, v.ids[i]);
+      }
+      out += ']';
+    } else if constexpr (std::is_same_v<V, Scalar>) {
+      if (v.is_int()) append_int(out, v.to_int());
+      else out += v.str();
+    } else if constexpr (std::is_same_v<V, IntList>) {
+      out += '[';
+      append_ints(out, v);
+      out += ']';
+    } else if constexpr (std::is_same_v<V, DType>) out += dtype_name(v);
+    else append_quoted(out, v);
   }, a);
 }
 
 // "linear(%x, %w1)": positional arguments up to the first omitted default or kwarg-only one, then key=value.
-std::string call_str(const Graph& g, const Node& n) {
+void append_call(std::string& out, const Graph& g, const Node& n) {
   const Schema& s = n.info().schema;
-  std::vector<std::string> parts;
-  bool keyword = false;
+  out += n.info().name;
+  out += '(';
+  bool keyword = false, first = true;
   for (size_t i = 0; i < n.args.size(); ++i) {
-    if (i >= s.args.size()) {
-      parts.push_back(arg_str(g, n.args[i]));
-      continue;
-    }
-    const ArgSpec& spec = s.args[i];
-    if (spec.default_value && n.args[i] == arg_from_default(*spec.default_value)) {
+    const ArgSpec* spec = i < s.args.size() ? &s.args[i] : nullptr;
+    if (spec && spec->default_value && is_default(n.args[i], *spec->default_value)) {
       keyword = true;
       continue;
     }
-    keyword |= spec.kwarg_only;
-    parts.push_back((keyword ? spec.name + "=" : "") + arg_str(g, n.args[i]));
+    if (!first) out += ", ";
+    first = false;
+    if (spec) {
+      keyword |= spec->kwarg_only;
+      if (keyword) {
+        out += spec->name;
+        out += '=';
+      }
+    }
+    append_arg(out, g, n.args[i]);
   }
-  return fmt::format("{}({})", n.info().name, fmt::join(parts, ", "));
+  out += ')';
+}
+
+std::string call_str(const Graph& g, const Node& n) {
+  std::string out;
+  append_call(out, g, n);
+  return out;
+}
+
+void append_results(std::string& out, const Graph& g, const Node& n) {
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (i) out += ", ";
+    append_value_ref(out, g, n.outputs[i]);
+  }
 }
 
 std::string results_str(const Graph& g, const Node& n) {
-  std::vector<std::string> names;
-  for (ValueId id : n.outputs) names.push_back(value_ref(g, id));
-  return fmt::format("{}", fmt::join(names, ", "));
+  std::string out;
+  append_results(out, g, n);
+  return out;
 }
 
-std::string constant_str(const Graph& g, const Node& n, const PrintOptions& opts) {
+void append_constant(std::string& out, const Graph& g, const Node& n, const PrintOptions& opts) {
   const Tensor& c = n.constant;
-  std::string data;
+  ValueId id = n.outputs.empty() ? kNoValue : n.outputs[0];
+  append_value_ref(out, g, id);
+  out += " = constant ";
+  append_type(out, c.meta());
+  out += ' ';
   if (!opts.npy_dir.empty() && c.numel() > opts.inline_constant_limit) {
     std::string hash = tensor_sha256(c);
     std::string stem;
     for (char ch : g.name) stem += is_ident_char(ch) || ch == '-' ? ch : '_';
     std::string file = fmt::format("{}.{}.npy", stem.empty() ? "graph" : stem, hash.substr(0, 12));
     write_npy((std::filesystem::path(opts.npy_dir) / file).string(), c);
-    data = fmt::format("npy({}) sha256={}", quote(file), quote(hash));
+    out += "npy(";
+    append_quoted(out, file);
+    out += ") sha256=";
+    append_quoted(out, hash);
   } else if (c.dim() == 0) {
-    data = element_str(c, 0);
+    out += element_str(c, 0);
   } else {
     Tensor cc = c.is_contiguous() ? c : contiguous(c);
-    std::vector<std::string> elems;
-    for (int64_t i = 0; i < cc.numel(); ++i) elems.push_back(element_str(cc, i));
-    data = fmt::format("[{}]", fmt::join(elems, ", "));
+    out += '[';
+    for (int64_t i = 0; i < cc.numel(); ++i) {
+      if (i) out += ", ";
+      out += element_str(cc, i);
+    }
+    out += ']';
   }
-  ValueId id = n.outputs.empty() ? kNoValue : n.outputs[0];
-  std::string marks = id >= 0 && id < g.num_values() ? markers(g.value(id)) : "";
-  return fmt::format("{} = constant {} {}{}", value_ref(g, id), type_str(c.meta()), data, marks);
+  if (id >= 0 && id < g.num_values()) append_markers(out, g.value(id));
 }
 
-std::string op_str(const Graph& g, const Node& n) {
-  std::vector<std::string> types;
-  for (ValueId id : n.outputs)
-    types.push_back(id >= 0 && id < g.num_values() ? type_str(g.value(id).meta) + markers(g.value(id)) : "?");
-  return fmt::format("{} = {} : {}", results_str(g, n), call_str(g, n), fmt::join(types, ", "));
+void append_op(std::string& out, const Graph& g, const Node& n) {
+  append_results(out, g, n);
+  out += " = ";
+  append_call(out, g, n);
+  out += " : ";
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (i) out += ", ";
+    ValueId id = n.outputs[i];
+    if (id < 0 || id >= g.num_values()) {
+      out += '?';
+      continue;
+    }
+    append_type(out, g.value(id).meta);
+    append_markers(out, g.value(id));
+  }
 }
 
 // ---------------------------------------------------------------- lexer
@@ -264,7 +381,9 @@ enum class Tok : uint8_t { End, Ident, Value, Int, Float, String, Punct };
 
 struct Token {
   Tok kind = Tok::End;
-  std::string text;  // identifier, value name, number lexeme, unescaped string, or the punctuation character
+  // The identifier, value name, number lexeme, unescaped string or punctuation character: a view of the source,
+  // or of the lexer's store of unescaped strings (both outlive the parse), so tokens copy cheaply.
+  std::string_view text;
   int line = 0, col = 0;
   bool is(char p) const { return kind == Tok::Punct && text[0] == p; }
   bool is_word(std::string_view w) const { return kind == Tok::Ident && text == w; }
@@ -276,7 +395,7 @@ std::string printable_char(char c) {
 }
 
 std::string describe(const Token& t) {
-  auto clip = [](const std::string& s) { return s.size() > 24 ? s.substr(0, 24) + "..." : s; };
+  auto clip = [](std::string_view s) { return s.size() > 24 ? std::string(s.substr(0, 24)) + "..." : std::string(s); };
   switch (t.kind) {
     case Tok::End: return "the end of the file";
     case Tok::Ident: return fmt::format("'{}'", clip(t.text));
@@ -306,7 +425,7 @@ class Lexer {
     char c = cur();
     if (is_ident_start(c)) {
       t.kind = Tok::Ident;
-      while (!done() && is_ident_char(cur())) t.text += take();
+      t.text = span(is_ident_char);
     } else if (is_digit(c)) {
       number(t);
     } else if (c == '%') {
@@ -316,7 +435,7 @@ class Lexer {
         take();
         t.text = string_body(t.line, t.col);
       } else {
-        while (!done() && is_name_char(cur())) t.text += take();
+        t.text = span(is_name_char);
       }
       if (t.text.empty()) {
         fail(t.line, t.col, "expected a value name after '%'; names are letters, digits, '_' and '.', or a "
@@ -328,7 +447,8 @@ class Lexer {
       t.text = string_body(t.line, t.col);
     } else if (std::string_view("()[]{},=:@-").find(c) != std::string_view::npos) {
       t.kind = Tok::Punct;
-      t.text = std::string(1, take());
+      t.text = src_.substr(pos_, 1);
+      take();
     } else {
       fail(t.line, t.col, fmt::format("unexpected character '{}'; see docs/kir-format.md for the syntax",
                                       printable_char(c)));
@@ -346,6 +466,14 @@ class Lexer {
     else ++col_;
     return c;
   }
+  // The longest run of characters satisfying `pred` (which excludes newlines), consumed.
+  template <class Pred>
+  std::string_view span(Pred pred) {
+    size_t start = pos_;
+    while (!done() && pred(cur())) ++pos_;
+    col_ += int(pos_ - start);
+    return src_.substr(start, pos_ - start);
+  }
 
   void skip_space_and_comments() {
     while (!done()) {
@@ -358,33 +486,40 @@ class Lexer {
 
   // digits ['.' digits] [('e'|'E') ['+'|'-'] digits]; a sign is a separate '-' token.
   void number(Token& t) {
+    size_t start = pos_;
     t.kind = Tok::Int;
-    while (!done() && is_digit(cur())) t.text += take();
+    span(is_digit);
     if (at(0) == '.' && is_digit(at(1))) {
       t.kind = Tok::Float;
-      t.text += take();
-      while (!done() && is_digit(cur())) t.text += take();
+      take();
+      span(is_digit);
     }
     if (at(0) == 'e' || at(0) == 'E') {
       size_t k = (at(1) == '+' || at(1) == '-') ? 2 : 1;
       if (!is_digit(at(k))) fail(t.line, t.col, "malformed number: the exponent needs digits, as in 1e-5");
       t.kind = Tok::Float;
-      for (size_t i = 0; i < k; ++i) t.text += take();
-      while (!done() && is_digit(cur())) t.text += take();
+      for (size_t i = 0; i < k; ++i) take();
+      span(is_digit);
     }
+    t.text = src_.substr(start, pos_ - start);
     if (!done() && (is_name_char(cur())))
       fail(t.line, t.col, fmt::format("malformed number '{}{}'; numbers look like 3, -2, 0.5, 1e-05, inf or nan",
                                       t.text, printable_char(cur())));
   }
 
-  std::string string_body(int line, int col) {
+  // The body of a string after its opening quote, unescaped; a view of the source when it has no escapes.
+  std::string_view string_body(int line, int col) {
+    size_t start = pos_;
     std::string out;
+    bool escaped = false;
     while (true) {
       if (done() || cur() == '\n')
         fail(line, col, "unterminated string; close it with '\"' on the same line");
       char c = take();
-      if (c == '"') return out;
+      if (c == '"') break;
       if (c == '\\') {
+        if (!escaped) out.assign(src_.substr(start, pos_ - 1 - start));
+        escaped = true;
         int el = line_, ec = col_ - 1;
         if (done()) fail(line, col, "unterminated string; close it with '\"' on the same line");
         char e = take();
@@ -410,16 +545,20 @@ class Lexer {
         }
       } else if (static_cast<unsigned char>(c) < 0x20) {
         fail(line_, col_ - 1, "control character in a string; write it as an escape such as \\x01");
-      } else {
+      } else if (escaped) {
         out += c;
       }
     }
+    if (!escaped) return src_.substr(start, pos_ - 1 - start);
+    strings_.push_back(std::move(out));
+    return strings_.back();
   }
 
   std::string_view src_;
   const std::string& file_;
   size_t pos_ = 0;
   int line_ = 1, col_ = 1;
+  std::deque<std::string> strings_;  // unescaped strings that tokens view (a deque keeps them in place)
 };
 
 // ---------------------------------------------------------------- parser
@@ -473,13 +612,20 @@ struct Typed {
 
 class Parser {
  public:
-  Parser(std::string_view text, const std::string& file) : lex_(text, file), file_(file) {}
+  Parser(std::string_view text, const std::string& file) : lex_(text, file), file_(file) {
+    // About one value and node per line (a statement is at least ~8 bytes): room for them up front saves
+    // re-growing the graph's arrays and name map.
+    size_t lines = size_t(std::count(text.begin(), text.end(), '\n')) + 1;
+    size_t estimate = std::min(lines, text.size() / 8 + 1);
+    g_.reserve(estimate, estimate + 8);
+    binder_.reserve(estimate + 8);
+  }
 
   Graph parse() {
     expect_word("graph", "a .kir file starts with 'graph NAME(inputs) {'");
     Token name = take();
     if (name.kind != Tok::Ident && name.kind != Tok::String) unexpected(name, "the graph's name");
-    g_.name = name.text;
+    g_.name = std::string(name.text);
     expect('(', "to open the graph's input list");
     if (!peek().is(')')) {
       do parse_input();
@@ -512,13 +658,14 @@ class Parser {
  private:
   // ---- tokens
   const Token& peek(size_t k = 0) {
-    while (ahead_.size() <= k) ahead_.push_back(lex_.next());
-    return ahead_[k];
+    while (ahead_count_ <= k) ahead_[(ahead_head_ + ahead_count_++) % kLookahead] = lex_.next();
+    return ahead_[(ahead_head_ + k) % kLookahead];
   }
   Token take() {
     peek();
-    last_ = std::move(ahead_.front());
-    ahead_.pop_front();
+    last_ = ahead_[ahead_head_];
+    ahead_head_ = (ahead_head_ + 1) % kLookahead;
+    --ahead_count_;
     return last_;
   }
   bool accept(char p) {
@@ -531,8 +678,11 @@ class Parser {
                            t.kind == Tok::End ? "the file ends too early (is it truncated?)"
                                               : "see docs/kir-format.md for the syntax"));
   }
-  Token expect(char p, std::string_view why) {
-    if (!peek().is(p)) unexpected(peek(), fmt::format("'{}' {}", p, why));
+  // Takes the punctuation `p`, or fails saying why it was expected (formatted only then: `why` and its arguments
+  // are a fmt format string, as most of them name something).
+  template <class... A>
+  Token expect(char p, fmt::format_string<A...> why, A&&... args) {
+    if (!peek().is(p)) unexpected(peek(), fmt::format("'{}' {}", p, fmt::format(why, std::forward<A>(args)...)));
     return take();
   }
   void expect_word(std::string_view w, std::string_view why) {
@@ -542,24 +692,23 @@ class Parser {
 
   // ---- numbers
   int64_t to_int(const Token& t, bool negative) const {
-    std::string text = (negative ? "-" : "") + t.text;
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size())
-      fail_at(t, fmt::format("integer {} does not fit in 64 bits; use a smaller value", text));
-    return v;
+    uint64_t u = 0;
+    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), u);
+    const uint64_t limit = negative ? uint64_t(1) << 63 : uint64_t(std::numeric_limits<int64_t>::max());
+    if (ec != std::errc() || p != t.text.data() + t.text.size() || u > limit)
+      fail_at(t, fmt::format("integer {}{} does not fit in 64 bits; use a smaller value", negative ? "-" : "", t.text));
+    return negative ? int64_t(0 - u) : int64_t(u);  // 0 - u wraps modulo 2^64, so -2^63 comes out exactly
   }
   template <class F>
   F to_float(const Token& t, bool negative, std::string_view what) const {
     if (t.is_word("inf")) return negative ? -std::numeric_limits<F>::infinity() : std::numeric_limits<F>::infinity();
     if (t.is_word("nan")) return std::numeric_limits<F>::quiet_NaN();
-    std::string text = (negative ? "-" : "") + t.text;
     F v = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size())
-      fail_at(t, fmt::format("{} is out of range for {}; write inf or -inf if that is meant, or 0.0 for an underflow",
-                             text, what));
-    return v;
+    auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || p != t.text.data() + t.text.size())
+      fail_at(t, fmt::format("{}{} is out of range for {}; write inf or -inf if that is meant, or 0.0 for an "
+                             "underflow", negative ? "-" : "", t.text, what));
+    return negative ? -v : v;
   }
   // [-] (Int | Float | inf | nan); returns the number token and whether it was negated.
   std::pair<Token, bool> signed_number(std::string_view expected) {
@@ -583,18 +732,24 @@ class Parser {
     if (v > kMaxElements) fail_at(t, fmt::format("{} {} is absurdly large (the limit is 2^40); check the file", what, v));
     return v;
   }
-  std::vector<int64_t> int_list(char close, std::string_view what) {
-    std::vector<int64_t> out;
+  // Reads the list into `out` (reusing its capacity).
+  void int_list(char close, std::string_view what, std::vector<int64_t>& out) {
+    out.clear();
     if (!peek().is(close)) {
       do {
         if (out.size() >= size_t(kMaxRank)) fail_at(peek(), fmt::format("more than {} dimensions; check the type", kMaxRank));
         out.push_back(bounded_int(what));
       } while (accept(','));
     }
-    expect(close, fmt::format("to close the list of {}s", what));
-    return out;
+    expect(close, "to close the list of {}s", what);
   }
   TensorMeta parse_type() {
+    TensorMeta m;
+    parse_type_into(m);
+    return m;
+  }
+  // Reads a type into `m`, reusing the capacity of its vectors (the parser reads a type per result).
+  void parse_type_into(TensorMeta& m) {
     Token dt = take();
     if (dt.kind != Tok::Ident) unexpected(dt, "a type such as f32[4, 3]");
     auto dtype = dtype_from_name(dt.text);
@@ -604,10 +759,10 @@ class Parser {
       fail_at(dt, fmt::format("unknown dtype '{}'{}; the dtypes are {}", dt.text, did_you_mean(dt.text, names, false),
                               kDTypeList));
     }
-    TensorMeta m;
     m.dtype = *dtype;
-    Token open = expect('[', fmt::format("after the dtype {} (a type is written like {}[4, 3])", dt.text, dt.text));
-    m.sizes = int_list(']', "size");
+    m.device = Device{};
+    Token open = expect('[', "after the dtype {} (a type is written like {}[4, 3])", dt.text, dt.text);
+    int_list(']', "size", m.sizes);
     int64_t numel = 1;
     for (int64_t s : m.sizes) {
       if (!grow_numel(numel, s))
@@ -615,12 +770,17 @@ class Parser {
     }
     if (peek().is('{')) {
       Token brace = take();
-      m.strides = int_list('}', "stride");
+      int_list('}', "stride", m.strides);
       if (m.strides.size() != m.sizes.size())
         fail_at(brace, fmt::format("{} strides for {} dimensions; write one stride per dimension, or none for a "
                                    "contiguous tensor", m.strides.size(), m.sizes.size()));
-    } else {
-      m.strides = contiguous_strides(m.sizes);
+    } else {  // contiguous; no overflow, as the sizes hold at most 2^40 elements
+      m.strides.resize(m.sizes.size());
+      int64_t stride = 1;
+      for (size_t i = m.sizes.size(); i-- > 0;) {
+        m.strides[i] = stride;
+        stride *= std::max<int64_t>(m.sizes[i], 1);
+      }
     }
     if (accept('@')) {
       Token dev = take();
@@ -639,30 +799,33 @@ class Parser {
         unexpected(dev, "a device ('cpu' or 'cuda:N')");
       }
     }
-    return m;
   }
   Typed parse_typed() {
     Typed t;
+    parse_typed_into(t);
+    return t;
+  }
+  void parse_typed_into(Typed& t) {
     t.at = peek();
-    t.meta = parse_type();
+    t.grad = t.wrapped = false;
+    parse_type_into(t.meta);
     while (true) {
       if (peek().is_word("grad")) take(), t.grad = true;
       else if (peek().is_word("wrapped")) take(), t.wrapped = true;
       else break;
     }
-    return t;
   }
 
   // ---- names
+  // Value names are looked up in the graph's own name map (one hash lookup per use).
   void check_new_name(const Token& t) {
-    if (auto it = names_.find(t.text); it != names_.end()) {
-      const SourceLoc& loc = g_.value(it->second).loc;
+    if (std::optional<ValueId> id = g_.find_value(t.text)) {
+      const SourceLoc& loc = g_.value(*id).loc;
       fail_at(t, fmt::format("{} is already defined at line {}:{}; every value gets its own name (SSA)",
                              name_ref(t.text), loc.line, loc.col));
     }
   }
   void define(const Token& t, ValueId id, bool grad, bool wrapped) {
-    names_[t.text] = id;
     ValueInfo& v = g_.value(id);
     v.loc = {t.line, t.col};
     v.requires_grad |= grad;
@@ -670,9 +833,9 @@ class Parser {
   }
   ValueId lookup(const Token& t) {
     if (t.kind != Tok::Value) unexpected(t, "a value such as %x");
-    if (auto it = names_.find(t.text); it != names_.end()) return it->second;
+    if (std::optional<ValueId> id = g_.find_value(t.text)) return *id;
     std::vector<std::string> known;
-    for (const auto& [n, id] : names_) known.push_back(n);
+    for (ValueId id = 0; id < g_.num_values(); ++id) known.push_back(g_.value(id).name);
     std::string hint = did_you_mean(t.text, known, true);
     fail_at(t, fmt::format("{} is used before it is defined{}; define it on an earlier line (a graph lists each value "
                            "before its uses, which also rules out cycles)", name_ref(t.text), hint));
@@ -682,14 +845,15 @@ class Parser {
     Token name = take();
     if (name.kind != Tok::Value) unexpected(name, "a graph input such as %x: f32[4, 3]");
     check_new_name(name);
-    expect(':', fmt::format("and a type after the input {}", name_ref(name.text)));
+    expect(':', "and a type after the input {}", name_ref(name.text));
     Typed t = parse_typed();
-    ValueId id = g_.add_input(name.text, t.meta, t.grad);
+    ValueId id = g_.add_input(std::string(name.text), t.meta, t.grad);
     define(name, id, t.grad, t.wrapped);
   }
 
   void parse_statement() {
-    std::vector<Token> names;
+    std::vector<Token>& names = names_buf_;
+    names.clear();
     do {
       Token n = take();
       if (n.kind != Tok::Value) unexpected(n, "a result name such as %y");
@@ -833,7 +997,7 @@ class Parser {
       } else break;
     }
     t.impl()->wrapped_number = wrapped;
-    ValueId id = g_.add_constant(name.text, t);
+    ValueId id = g_.add_constant(std::string(name.text), t);
     g_.nodes().back().loc = {name.line, name.col};
     define(name, id, grad, wrapped);
   }
@@ -861,7 +1025,7 @@ class Parser {
       lit.id = lookup(take());
     } else if (t.kind == Tok::String) {
       lit.kind = Literal::Str;
-      lit.s = take().text;
+      lit.s = std::string(take().text);
     } else if (t.is_word("True") || t.is_word("False")) {
       lit.kind = Literal::Bool;
       lit.b = take().text == "True";
@@ -921,8 +1085,10 @@ class Parser {
 
   std::vector<Arg> parse_call(const OpInfo& op, const Token& op_tok) {
     const Schema& s = op.schema;
-    std::vector<std::optional<Arg>> slots(s.args.size());
-    expect('(', fmt::format("after the op name {}", op.name));
+    std::vector<Arg> args(s.args.size());
+    std::vector<bool>& given = given_buf_;
+    given.assign(s.args.size(), false);
+    expect('(', "after the op name {}", op.name);
     size_t positional = 0;
     bool seen_keyword = false;
     if (!peek().is(')')) {
@@ -937,8 +1103,9 @@ class Parser {
             fail_at(key, fmt::format("{}() has no argument '{}'{}; its schema is {}", op.name, key.text,
                                      did_you_mean(key.text, names, false), s.str()));
           }
-          if (slots[size_t(i)]) fail_at(key, fmt::format("argument '{}' of {}() is given twice", key.text, op.name));
-          slots[size_t(i)] = to_arg(parse_literal(false), op, s.args[size_t(i)]);
+          if (given[size_t(i)]) fail_at(key, fmt::format("argument '{}' of {}() is given twice", key.text, op.name));
+          args[size_t(i)] = to_arg(parse_literal(false), op, s.args[size_t(i)]);
+          given[size_t(i)] = true;
           seen_keyword = true;
         } else {
           const Token& at = peek();
@@ -952,18 +1119,18 @@ class Parser {
             fail_at(at, fmt::format("{}() takes {} positional arguments but more were given{} (schema: {})", op.name,
                                     positional, rest, s.str()));
           }
-          slots[positional] = to_arg(parse_literal(false), op, s.args[positional]);
+          args[positional] = to_arg(parse_literal(false), op, s.args[positional]);
+          given[positional] = true;
           ++positional;
         }
       } while (accept(','));
     }
-    expect(')', fmt::format("to close the argument list of {}", op.name));
-    std::vector<Arg> args;
+    expect(')', "to close the argument list of {}", op.name);
     for (size_t i = 0; i < s.args.size(); ++i) {
-      if (slots[i]) {
-        args.push_back(std::move(*slots[i]));
+      if (given[i]) {
+        continue;
       } else if (s.args[i].default_value) {
-        args.push_back(arg_from_default(*s.args[i].default_value));
+        args[i] = arg_from_default(*s.args[i].default_value);
       } else {
         fail_at(op_tok, fmt::format("{}() is missing required argument '{}'; its schema is {}", op.name,
                                     s.args[i].name, s.str()));
@@ -985,9 +1152,11 @@ class Parser {
     n.op = op->id;
     n.args = parse_call(*op, op_tok);
     n.loc = {names[0].line, names[0].col};
+    // The verifier's node check (argument binding and shape inference), run as the node is read, so errors come
+    // in file order at the token they concern and the parsed graph needs no second pass.
     std::vector<TensorMeta> metas;
     try {
-      metas = infer_meta(bind_node_meta(g_, n));
+      metas = binder_.infer(n);
     } catch (const Error& e) {
       fail_at(op_tok, e.what());
     }
@@ -999,13 +1168,16 @@ class Parser {
       if (std::string problem = meta_problem(metas[k]); !problem.empty())
         fail_at(op_tok, fmt::format("{}(...) would produce {} with {}; check the arguments", op->name,
                                     name_ref(names[k].text), problem));
-    std::vector<Typed> written;
+    std::vector<Typed>& written = written_buf_;
+    size_t num_written = 0;
     if (peek().is(':')) {
       Token colon = take();
-      do written.push_back(parse_typed());
-      while (accept(','));
-      if (written.size() != metas.size())
-        fail_at(colon, fmt::format("{} types written for {} results; write one type per result", written.size(),
+      do {
+        if (written.size() <= num_written) written.emplace_back();
+        parse_typed_into(written[num_written++]);
+      } while (accept(','));
+      if (num_written != metas.size())
+        fail_at(colon, fmt::format("{} types written for {} results; write one type per result", num_written,
                                    metas.size()));
       for (size_t k = 0; k < metas.size(); ++k)
         if (!(written[k].meta == metas[k]))
@@ -1014,19 +1186,25 @@ class Parser {
                                              type_str(metas[k])));
     }
     std::vector<std::string> result_names;
-    for (const Token& t : names) result_names.push_back(t.text);
-    std::vector<ValueId> ids = g_.add_op(op->id, std::move(n.args), result_names, metas);
+    result_names.reserve(names.size());
+    for (const Token& t : names) result_names.emplace_back(t.text);
+    std::vector<ValueId> ids = g_.add_op(op->id, std::move(n.args), std::move(result_names), std::move(metas));
     g_.nodes().back().loc = n.loc;
     for (size_t k = 0; k < ids.size(); ++k)
-      define(names[k], ids[k], !written.empty() && written[k].grad, !written.empty() && written[k].wrapped);
+      define(names[k], ids[k], num_written > 0 && written[k].grad, num_written > 0 && written[k].wrapped);
   }
 
   Lexer lex_;
   const std::string& file_;
-  std::deque<Token> ahead_;
+  static constexpr size_t kLookahead = 2;  // peek(1) is the furthest the grammar looks
+  Token ahead_[kLookahead];                 // a ring of tokens read but not yet taken
+  size_t ahead_head_ = 0, ahead_count_ = 0;
   Token last_;
   Graph g_;
-  std::unordered_map<std::string, ValueId> names_;
+  std::vector<Token> names_buf_;  // the result names of the statement being parsed (reused)
+  std::vector<bool> given_buf_;   // which arguments of the call being parsed were given (reused)
+  std::vector<Typed> written_buf_;  // the result types written for the statement being parsed (reused)
+  MetaBinder binder_{g_};          // binds each op node to meta tensors for its shape inference
 };
 
 // ---------------------------------------------------------------- verifier helpers
@@ -1049,21 +1227,39 @@ std::string node_summary(const Graph& g, const Node& n, int index) {
 
 std::string print_graph(const Graph& g, const PrintOptions& opts) {
   std::vector<std::string> params;
+  size_t params_size = 0;
   for (ValueId id : g.inputs()) {
     const ValueInfo& v = g.value(id);
-    params.push_back(fmt::format("{}: {}{}", name_ref(v.name), type_str(v.meta), markers(v)));
+    std::string p;
+    append_name_ref(p, v.name);
+    p += ": ";
+    append_type(p, v.meta);
+    append_markers(p, v);
+    params_size += p.size() + 2;
+    params.push_back(std::move(p));
   }
-  std::string head = fmt::format("graph {}(", graph_name_str(g.name));
-  std::string joined = fmt::format("{}", fmt::join(params, ", "));
-  std::string out = head.size() + joined.size() <= 100 || params.empty()
-                        ? head + joined + ") {\n"
-                        : head + "\n    " + fmt::format("{}", fmt::join(params, ",\n    ")) + ") {\n";
-  for (const Node& n : g.nodes())
-    out += "  " + (n.kind == NodeKind::Constant ? constant_str(g, n, opts) : op_str(g, n)) + "\n";
-  std::vector<std::string> outs;
-  for (ValueId id : g.outputs()) outs.push_back(value_ref(g, id));
-  out += outs.empty() ? "  return\n" : fmt::format("  return {}\n", fmt::join(outs, ", "));
-  return out + "}\n";
+  std::string out = fmt::format("graph {}(", graph_name_str(g.name));
+  out.reserve(64 * (g.nodes().size() + 1) + params_size);
+  // Inputs on one line, or one per line when that would be longer than 100 characters.
+  bool one_line = out.size() + params_size - std::min<size_t>(params_size, 2) <= 100 || params.empty();
+  for (size_t i = 0; i < params.size(); ++i) {
+    out += i == 0 ? (one_line ? "" : "\n    ") : (one_line ? ", " : ",\n    ");
+    out += params[i];
+  }
+  out += ") {\n";
+  for (const Node& n : g.nodes()) {
+    out += "  ";
+    if (n.kind == NodeKind::Constant) append_constant(out, g, n, opts);
+    else append_op(out, g, n);
+    out += '\n';
+  }
+  out += "  return";
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    out += i == 0 ? " " : ", ";
+    append_value_ref(out, g, g.outputs()[i]);
+  }
+  out += "\n}\n";
+  return out;
 }
 
 Graph parse_graph(std::string_view text, const std::string& filename) {
@@ -1106,67 +1302,84 @@ void save_graph(const Graph& g, const std::string& path, const PrintOptions& opt
 }
 
 void verify_graph(const Graph& g, const std::string& filename) {
+  // Messages are built only when a check fails: this runs once per node of every graph a tool loads.
   const int nv = g.num_values();
   std::vector<char> defined(size_t(nv), 0);
-  std::set<std::string> names;
-  auto define = [&](ValueId id, const std::string& context, const SourceLoc& loc) {
+  // Names are unique when the graph's name map finds every value under its own name (a map holds one id per
+  // name); only if one is not found (a value renamed in place) is a set of all names built.
+  bool names_indexed = true;
+  for (ValueId id = 0; id < nv && names_indexed; ++id) names_indexed = g.find_value(g.value(id).name) == id;
+  std::unordered_set<std::string_view> names;  // views of the graph's value names, when needed
+  if (!names_indexed) names.reserve(size_t(nv));
+  auto define = [&](ValueId id, const auto& context, const SourceLoc& loc) {
     KILN_CHECK(id >= 0 && id < nv, "{}: {} defines value #{}, which does not exist; the graph is corrupt",
-               where(filename, loc), context, id);
+               where(filename, loc), context(), id);
     KILN_CHECK(!defined[size_t(id)], "{}: {} defines {} a second time; every value is defined once (SSA)",
-               where(filename, loc), context, value_ref(g, id));
+               where(filename, loc), context(), value_ref(g, id));
     const ValueInfo& v = g.value(id);
-    KILN_CHECK(names.insert(v.name).second, "{}: {} reuses the name {}; value names must be unique",
-               where(filename, loc), context, name_ref(v.name));
+    KILN_CHECK(names_indexed || names.insert(v.name).second, "{}: {} reuses the name {}; value names must be unique",
+               where(filename, loc), context(), name_ref(v.name));
     defined[size_t(id)] = 1;
   };
   for (ValueId id : g.inputs()) {
     SourceLoc loc = id >= 0 && id < nv ? g.value(id).loc : SourceLoc{};
-    define(id, fmt::format("graph input {}", value_ref(g, id)), loc);
+    define(id, [&] { return fmt::format("graph input {}", value_ref(g, id)); }, loc);
     KILN_CHECK(g.value(id).producer == -1, "{}: graph input {} is also recorded as produced by node {}",
                where(filename, loc), value_ref(g, id), g.value(id).producer);
   }
+  MetaBinder binder(g);
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node& n = g.nodes()[i];
-    std::string what = node_summary(g, n, int(i));
-    std::string at = where(filename, n.loc);
+    auto what = [&] { return node_summary(g, n, int(i)); };
+    auto at = [&] { return where(filename, n.loc); };
     if (n.kind == NodeKind::Constant) {
       KILN_CHECK(n.outputs.size() == 1 && n.constant.defined(), "{}: {}: a constant node holds one defined tensor",
-                 at, what);
+                 at(), what());
     } else {
-      KILN_CHECK(n.args.size() == n.info().schema.args.size(), "{}: {}: {} arguments, but the schema {} has {}", at,
-                 what, n.args.size(), n.info().schema.str(), n.info().schema.args.size());
-      for (ValueId id : Graph::node_inputs(n))
+      KILN_CHECK(n.args.size() == n.info().schema.args.size(), "{}: {}: {} arguments, but the schema {} has {}", at(),
+                 what(), n.args.size(), n.info().schema.str(), n.info().schema.args.size());
+      auto check_read = [&](ValueId id) {
         KILN_CHECK(id >= 0 && id < nv && defined[size_t(id)],
-                   "{}: {}: reads {} before it is defined; nodes must come after the values they use", at, what,
+                   "{}: {}: reads {} before it is defined; nodes must come after the values they use", at(), what(),
                    value_ref(g, id));
+      };
+      for (const Arg& a : n.args) {
+        if (const auto* t = std::get_if<TensorArg>(&a)) check_read(t->id);
+        else if (const auto* l = std::get_if<TensorListArg>(&a))
+          for (ValueId id : l->ids)
+            if (id != kNoValue) check_read(id);
+      }
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       ValueId id = n.outputs[k];
       define(id, what, n.loc);
       KILN_CHECK(g.value(id).producer == int(i) && g.value(id).output_index == int(k),
-                 "{}: {}: result {} records producer {} output {}, not node {} output {}; the graph is corrupt", at,
-                 what, value_ref(g, id), g.value(id).producer, g.value(id).output_index, i, k);
+                 "{}: {}: result {} records producer {} output {}, not node {} output {}; the graph is corrupt", at(),
+                 what(), value_ref(g, id), g.value(id).producer, g.value(id).output_index, i, k);
     }
     if (n.kind == NodeKind::Constant) {
       const TensorMeta& recorded = g.value(n.outputs[0]).meta;
-      KILN_CHECK(recorded == n.constant.meta(), "{}: {}: the constant is {} but the graph says {}", at, what,
-                 type_str(n.constant.meta()), type_str(recorded));
+      const Tensor& c = n.constant;
+      bool same = recorded.dtype == c.dtype() && recorded.sizes == c.sizes() && recorded.strides == c.strides() &&
+                  recorded.device == c.device();
+      KILN_CHECK(same, "{}: {}: the constant is {} but the graph says {}", at(), what(), type_str(c.meta()),
+                 type_str(recorded));
       continue;
     }
     std::vector<TensorMeta> inferred;
     try {
-      inferred = infer_meta(bind_node_meta(g, n));
+      inferred = binder.infer(n);
     } catch (const Error& e) {
-      fail("{}: {}: {}", at, what, e.what());
+      fail("{}: {}: {}", at(), what(), e.what());
     }
-    KILN_CHECK(inferred.size() == n.outputs.size(), "{}: {}: the op produces {} results but the graph records {}", at,
-               what, inferred.size(), n.outputs.size());
+    KILN_CHECK(inferred.size() == n.outputs.size(), "{}: {}: the op produces {} results but the graph records {}",
+               at(), what(), inferred.size(), n.outputs.size());
     for (size_t k = 0; k < inferred.size(); ++k) {
       const TensorMeta& recorded = g.value(n.outputs[k]).meta;
       KILN_CHECK(recorded == inferred[k],
                  "{}: {}: expected {} but the graph says {} for {}; the recorded meta is stale (re-run shape "
                  "inference) or the arguments are wrong",
-                 at, what, type_str(inferred[k]), type_str(recorded), value_ref(g, n.outputs[k]));
+                 at(), what(), type_str(inferred[k]), type_str(recorded), value_ref(g, n.outputs[k]));
     }
   }
   for (ValueId id : g.outputs())

@@ -18,7 +18,9 @@ struct PrintOptions {
 std::string print_graph(const Graph& g, const PrintOptions& opts = {});
 
 // Parses .kir text. `filename` is used in error messages ("file:line:col: what is wrong; what to do") and to
-// resolve relative .npy references. Throws kiln::Error on any malformed input; never crashes.
+// resolve relative .npy references. Throws kiln::Error on any malformed input; never crashes. Each node gets the
+// verifier's node check (argument binding and shape inference, once per node) as it is read, and written result
+// types must match it, so the returned graph passes verify_graph without verifying it again.
 Graph parse_graph(std::string_view text, const std::string& filename = "<input>");
 Graph load_graph(const std::string& path);  // reads and parses a file
 // Writes atomically (temp file + rename).

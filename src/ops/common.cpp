@@ -1,7 +1,9 @@
-// Type promotion (c10 ResultTypeState), reduction-dim normalisation, and sum_to.
+// Type promotion (c10 ResultTypeState), the checked conversion of numbers to dtypes (check_fits), reduction-dim
+// normalisation, and sum_to.
 #include "ops/common.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kiln {
 
@@ -19,9 +21,10 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
   if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
   return higher;
 }
-}  // namespace
 
-DType result_type(const std::vector<Tensor>& tensors) {
+// Over any range of tensors (a vector, or an initializer_list without copying it into one).
+template <class Range>
+DType result_type_of(const Range& tensors) {
   ResultTypeState s;
   for (const Tensor& t : tensors) {
     if (!t.defined()) continue;
@@ -39,8 +42,35 @@ DType result_type(const std::vector<Tensor>& tensors) {
   KILN_CHECK(r.has_value(), "result_type: no tensors given");
   return *r;
 }
+}  // namespace
 
-DType result_type(std::initializer_list<Tensor> tensors) { return result_type(std::vector<Tensor>(tensors)); }
+DType result_type(const std::vector<Tensor>& tensors) { return result_type_of(tensors); }
+DType result_type(std::initializer_list<Tensor> tensors) { return result_type_of(tensors); }
+
+void check_fits(const Scalar& v, DType dt, std::string_view op) {
+  if (dt == DType::Bool || dt == DType::F64) return;
+  double d = v.to_double();
+  if (dt == DType::I64) {  // every int fits; a float must lie in [-2^63, 2^63) (and not be NaN)
+    KILN_CHECK(!v.is_float() || (d >= -9223372036854775808.0 && d < 9223372036854775808.0), "{}: value {} cannot be "
+               "converted to type i64 without overflow (its range is [-9223372036854775808, 9223372036854775807])",
+               op, v.str());
+    return;
+  }
+  double lo, hi;
+  switch (dt) {
+    case DType::F16: lo = -65504.0, hi = 65504.0; break;
+    case DType::BF16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    case DType::F32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
+    case DType::U8: lo = 0, hi = 255; break;
+    case DType::I8: lo = -128, hi = 127; break;
+    case DType::I16: lo = -32768, hi = 32767; break;
+    case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
+    default: return;
+  }
+  if (is_floating(dt) && !std::isfinite(d)) return;
+  KILN_CHECK(d >= lo && d <= hi, "{}: value {} cannot be converted to type {} without overflow (its range is [{}, {}])",
+             op, v.str(), dtype_name(dt), lo, hi);
+}
 
 std::vector<int64_t> reduction_dims(const std::optional<IntList>& dims, int64_t ndim, std::string_view op,
                                     bool empty_means_all) {

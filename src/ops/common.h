@@ -12,12 +12,25 @@ namespace kiln {
 DType result_type(std::initializer_list<Tensor> tensors);
 DType result_type(const std::vector<Tensor>& tensors);
 
+// c10's checked_convert: a number that does not fit `dt` (a finite value beyond a float dtype's range, a value
+// outside an integer dtype's, NaN for an integer dtype) is an error naming `op`, not a silent wrap or UB.
+void check_fits(const Scalar& v, DType dt, std::string_view op);
+
 // torch.can_cast: whether an in-place op may store a `from` result into a `to` tensor.
 bool can_cast_to(DType from, DType to);
 
 // A contiguous meta of `sizes` and `dtype` (what most infer functions return).
-inline TensorMeta contiguous_meta(const Shape& sizes, DType dtype, Device device = {}) {
-  return TensorMeta{dtype, sizes, contiguous_strides(sizes), device};
+inline TensorMeta contiguous_meta(Shape sizes, DType dtype, Device device = {}) {
+  Shape strides = contiguous_strides(sizes);
+  return TensorMeta{dtype, std::move(sizes), std::move(strides), device};
+}
+
+// The one output meta of an infer function, moved into the vector (`return {m}` would copy it out of the
+// initializer list: two more allocations per call, which the .kir verifier pays once per node).
+inline std::vector<TensorMeta> one_meta(TensorMeta m) {
+  std::vector<TensorMeta> out;
+  out.push_back(std::move(m));
+  return out;
 }
 
 // Output dtype of a float-valued op (exp, sin, div, ...): floats keep theirs, integers and bool become f32.

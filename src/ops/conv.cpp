@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/size_math.h"
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
@@ -108,8 +109,15 @@ ConvGeometry conv_geometry(std::string_view op, const Shape& in, const Shape& w,
              "dimension 0, but got weight of size {} instead", op, groups, groups, shape_str(w));
   KILN_CHECK(g.C == g.Cg * groups, "{}: given groups={}, weight of size {}, expected input{} to have {} channels, but "
              "got {} channels instead", op, groups, shape_str(w), shape_str(in), g.Cg * groups, g.C);
-  const Pair padded{g.H + 2 * g.padding[0], g.W + 2 * g.padding[1]};
-  const Pair kernel{g.dilation[0] * (g.KH - 1) + 1, g.dilation[1] * (g.KW - 1) + 1};
+  // Padded input and dilated kernel extents; arguments too large for int64 arithmetic are errors.
+  auto padded_size = [&](int64_t in, int64_t pad) {
+    return checked_add(in, checked_mul(2, pad, op, "the padded input size"), op, "the padded input size");
+  };
+  auto kernel_extent = [&](int64_t dilation, int64_t k) {
+    return checked_add(checked_mul(dilation, k - 1, op, "the dilated kernel size"), 1, op, "the dilated kernel size");
+  };
+  const Pair padded{padded_size(g.H, g.padding[0]), padded_size(g.W, g.padding[1])};
+  const Pair kernel{kernel_extent(g.dilation[0], g.KH), kernel_extent(g.dilation[1], g.KW)};
   KILN_CHECK(padded[0] >= kernel[0] && padded[1] >= kernel[1], "{}: calculated padded input size per channel: {}. "
              "Kernel size: {}. Kernel size can't be greater than actual input size (the output size would be <= 0)",
              op, pair_str(padded), pair_str(kernel));
@@ -346,9 +354,14 @@ int64_t floor_div(int64_t a, int64_t b) {
 
 // ATen's pooling_output_shape: floor (or ceil) of the window count, where in ceil mode the last window must
 // start inside the input or its left padding.
-int64_t pool_output_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  int64_t out = floor_div(in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+// Called after pool_geometry's checks: k, stride, dilation > 0 and 0 <= pad <= the dilated kernel size / 2.
+int64_t pool_output_size(std::string_view op, int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                         bool ceil_mode) {
+  constexpr std::string_view what = "the output size";
+  int64_t span = checked_sub(checked_add(in, checked_mul(2, pad, op, what), op, what),
+                             checked_add(checked_mul(dilation, k - 1, op, what), 1, op, what), op, what);
+  int64_t out = floor_div(checked_add(span, ceil_mode ? stride - 1 : 0, op, what), stride) + 1;
+  if (ceil_mode && checked_mul(out - 1, stride, op, what) >= checked_add(in, pad, op, what)) --out;
   return out;
 }
 
@@ -377,7 +390,8 @@ PoolGeometry pool_geometry(std::string_view op, const Shape& in, const IntList& 
   KILN_CHECK(g.dilation[0] > 0 && g.dilation[1] > 0, "{}: dilation should be greater than zero, but got dilationH: "
              "{} dilationW: {}", op, g.dilation[0], g.dilation[1]);
   for (int i = 0; i < 2; ++i) {
-    const int64_t effective = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    const int64_t effective = checked_add(checked_mul(g.kernel[i] - 1, g.dilation[i], op, "the dilated kernel size"),
+                                          1, op, "the dilated kernel size");
     KILN_CHECK(g.padding[i] >= 0, "{}: pad must be non-negative, but got pad: {}", op, g.padding[i]);
     KILN_CHECK(g.padding[i] <= effective / 2, "{}: pad should be at most half of effective kernel size, but got "
                "pad={}, kernel_size={} and dilation={}", op, g.padding[i], g.kernel[i], g.dilation[i]);
@@ -389,8 +403,8 @@ PoolGeometry pool_geometry(std::string_view op, const Shape& in, const IntList& 
   g.W = in[in.size() - 1];
   KILN_CHECK(g.C != 0 && g.H != 0 && g.W != 0, "{}: expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
              "size for input, but got: {}", op, shape_str(in));
-  g.OH = pool_output_size(g.H, g.kernel[0], g.padding[0], g.stride[0], g.dilation[0], ceil_mode);
-  g.OW = pool_output_size(g.W, g.kernel[1], g.padding[1], g.stride[1], g.dilation[1], ceil_mode);
+  g.OH = pool_output_size(op, g.H, g.kernel[0], g.padding[0], g.stride[0], g.dilation[0], ceil_mode);
+  g.OW = pool_output_size(op, g.W, g.kernel[1], g.padding[1], g.stride[1], g.dilation[1], ceil_mode);
   KILN_CHECK(g.OH >= 1 && g.OW >= 1, "{}: given input size: ({}x{}x{}). Calculated output size: ({}x{}x{}). Output "
              "size is too small", op, g.C, g.H, g.W, g.C, g.OH, g.OW);
   return g;

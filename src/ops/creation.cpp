@@ -1,6 +1,8 @@
 // Creation ops: full, zeros, ones, arange, linspace, eye and the *_like variants. None is differentiable.
 #include <cmath>
+#include <limits>
 
+#include "core/size_math.h"
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
@@ -24,13 +26,18 @@ Tensor filled(const Shape& size, Scalar value, DType dt) {
   return out;
 }
 
-std::vector<Tensor> full_kernel(const OpCall& c) {
-  return {filled(c.ints(0), c.scalar(1), c.opt_dtype(2).value_or(default_dtype_for(c.scalar(1))))};
-}
-std::vector<TensorMeta> full_infer(const OpCall& c) {
+// full's output meta; the fill value must fit the dtype, as PyTorch's checked conversion requires.
+TensorMeta full_meta(const OpCall& c) {
   check_size(c.ints(0), "full");
-  return {contiguous_meta(c.ints(0), c.opt_dtype(2).value_or(default_dtype_for(c.scalar(1))))};
+  DType dt = c.opt_dtype(2).value_or(default_dtype_for(c.scalar(1)));
+  check_fits(c.scalar(1), dt, "full");
+  return contiguous_meta(c.ints(0), dt);
 }
+std::vector<Tensor> full_kernel(const OpCall& c) {
+  TensorMeta m = full_meta(c);
+  return {filled(m.sizes, c.scalar(1), m.dtype)};
+}
+std::vector<TensorMeta> full_infer(const OpCall& c) { return {full_meta(c)}; }
 std::vector<Tensor> zeros_kernel(const OpCall& c) { return {filled(c.ints(0), 0, c.opt_dtype(1).value_or(kDefaultFloat))}; }
 std::vector<Tensor> ones_kernel(const OpCall& c) { return {filled(c.ints(0), 1, c.opt_dtype(1).value_or(kDefaultFloat))}; }
 std::vector<TensorMeta> zeros_infer(const OpCall& c) {
@@ -38,12 +45,14 @@ std::vector<TensorMeta> zeros_infer(const OpCall& c) {
   return {contiguous_meta(c.ints(0), c.opt_dtype(1).value_or(kDefaultFloat))};
 }
 
-std::vector<Tensor> full_like_kernel(const OpCall& c) {
-  const Tensor& x = c.tensor(0);
-  return {filled(x.sizes(), c.scalar(1), c.opt_dtype(2).value_or(x.dtype()))};
-}
 std::vector<TensorMeta> full_like_infer(const OpCall& c) {
-  return {contiguous_meta(c.tensor(0).sizes(), c.opt_dtype(2).value_or(c.tensor(0).dtype()))};
+  DType dt = c.opt_dtype(2).value_or(c.tensor(0).dtype());
+  check_fits(c.scalar(1), dt, "full_like");
+  return {contiguous_meta(c.tensor(0).sizes(), dt)};
+}
+std::vector<Tensor> full_like_kernel(const OpCall& c) {
+  TensorMeta m = full_like_infer(c)[0];
+  return {filled(m.sizes, c.scalar(1), m.dtype)};
 }
 std::vector<Tensor> zeros_like_kernel(const OpCall& c) {
   return {filled(c.tensor(0).sizes(), 0, c.opt_dtype(1).value_or(c.tensor(0).dtype()))};
@@ -68,10 +77,21 @@ int64_t arange_length(const OpCall& c) {
   KILN_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
              "arange: upper bound and larger bound inconsistent with step sign (start {}, end {}, step {})", start, end, step);
   if (!c.scalar(0).is_float() && !c.scalar(1).is_float() && !c.scalar(2).is_float()) {
+    // Exact integer arithmetic, unsigned: |end - start| can reach 2^64 - 1 and |step| 2^63, which int64 cannot hold.
     int64_t s = c.scalar(0).to_int(), e = c.scalar(1).to_int(), st = c.scalar(2).to_int();
-    return st > 0 ? (e - s + st - 1) / st : (s - e - st - 1) / -st;
+    KILN_CHECK(st > 0 ? e >= s : e <= s, "arange: upper bound and larger bound inconsistent with step sign (start {}, "
+               "end {}, step {})", s, e, st);
+    uint64_t span = st > 0 ? uint64_t(e) - uint64_t(s) : uint64_t(s) - uint64_t(e);
+    uint64_t magnitude = st > 0 ? uint64_t(st) : uint64_t(0) - uint64_t(st);
+    uint64_t length = span / magnitude + (span % magnitude != 0);
+    KILN_CHECK(length <= uint64_t(std::numeric_limits<int64_t>::max()), "arange: {} (start {}, end {}, step {}); "
+               "check the arguments", kTooManyElements, s, e, st);
+    return int64_t(length);
   }
-  return int64_t(std::ceil((end - start) / step));
+  double length = std::ceil((end - start) / step);  // may be inf: arange(0.0, 1e308, 1e-308)
+  KILN_CHECK(length < 9223372036854775808.0, "arange: {} (start {}, end {}, step {}); check the arguments",
+             kTooManyElements, start, end, step);
+  return int64_t(length);
 }
 std::vector<TensorMeta> arange_infer(const OpCall& c) { return {contiguous_meta({arange_length(c)}, arange_dtype(c))}; }
 std::vector<Tensor> arange_kernel(const OpCall& c) {

@@ -2,6 +2,7 @@
 // (kernel or decomposition) and the hand-off to autograd.
 #include "ops/dispatch.h"
 
+#include "core/size_math.h"
 #include "eager/autograd.h"
 
 namespace kiln {
@@ -79,21 +80,20 @@ OpCall bind_args(const OpInfo& op, std::vector<IValue> positional, const std::ma
              op.name, s.args.size(), positional.size(), s.str());
   OpCall call;
   call.op = &op;
+  const size_t num_positional = positional.size();
+  call.args = std::move(positional);
   call.args.resize(s.args.size());
-  std::vector<bool> given(s.args.size(), false);
-  for (size_t i = 0; i < positional.size(); ++i) {
-    call.args[i] = std::move(positional[i]);
-    given[i] = true;
-  }
+  std::vector<bool> by_keyword;  // only allocated for calls with keyword arguments
+  if (!kwargs.empty()) by_keyword.assign(s.args.size(), false);
   for (const auto& [name, value] : kwargs) {
     int i = s.arg_index(name);
     KILN_CHECK(i >= 0, "{}() got an unexpected argument '{}' (schema: {})", op.name, name, s.str());
-    KILN_CHECK(!given[size_t(i)], "{}() got argument '{}' twice", op.name, name);
+    KILN_CHECK(size_t(i) >= num_positional && !by_keyword[size_t(i)], "{}() got argument '{}' twice", op.name, name);
     call.args[size_t(i)] = value;
-    given[size_t(i)] = true;
+    by_keyword[size_t(i)] = true;
   }
   for (size_t i = 0; i < s.args.size(); ++i) {
-    if (!given[i]) {
+    if (i >= num_positional && (by_keyword.empty() || !by_keyword[i])) {
       KILN_CHECK(s.args[i].default_value.has_value(), "{}() is missing required argument '{}' (schema: {})", op.name,
                  s.args[i].name, s.str());
       call.args[i] = *s.args[i].default_value;
@@ -103,16 +103,29 @@ OpCall bind_args(const OpInfo& op, std::vector<IValue> positional, const std::ma
   return call;
 }
 
+// Runs f(), giving size-overflow errors from helpers that do not know the op (contiguous strides, element
+// counts) the op's name.
+template <class F>
+auto naming_overflows(const OpInfo& op, F f) {
+  try {
+    return f();
+  } catch (const SizeOverflowError& e) {
+    fail("{}: {}", op.name, e.what());
+  }
+}
+
 std::vector<TensorMeta> infer_meta(const OpCall& call) {
   const OpInfo& op = *call.op;
-  if (op.infer) return op.infer(call);
-  if (op.decomp) {
-    NoGradGuard no_grad;
-    std::vector<TensorMeta> metas;
-    for (const Tensor& t : op.decomp(call)) metas.push_back(t.meta());
-    return metas;
-  }
-  fail("{}: shape inference is not available (the op has neither an infer function nor a decomposition)", op.name);
+  return naming_overflows(op, [&]() -> std::vector<TensorMeta> {
+    if (op.infer) return op.infer(call);
+    if (op.decomp) {
+      NoGradGuard no_grad;
+      std::vector<TensorMeta> metas;
+      for (const Tensor& t : op.decomp(call)) metas.push_back(t.meta());
+      return metas;
+    }
+    fail("{}: shape inference is not available (the op has neither an infer function nor a decomposition)", op.name);
+  });
 }
 
 std::vector<Tensor> alloc_outputs(const OpCall& call) {
@@ -151,7 +164,7 @@ std::vector<Tensor> dispatch(const OpCall& call) {
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
-      outs = op.kernel(call);
+      outs = naming_overflows(op, [&] { return op.kernel(call); });
     }
     call.tensor(0).storage()->bump_version();
     return outs;
@@ -160,7 +173,7 @@ std::vector<Tensor> dispatch(const OpCall& call) {
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
-      outs = op.kernel(call);
+      outs = naming_overflows(op, [&] { return op.kernel(call); });
     }
     if (needs_grad) record_op(call, outs);
     return outs;

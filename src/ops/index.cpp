@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/size_math.h"
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
@@ -558,7 +559,8 @@ CatPlan plan_cat(const TensorList& xs, int64_t dim) {
       KILN_CHECK(k == p.dim || t.sizes()[size_t(k)] == ref->sizes()[size_t(k)], "cat: sizes of tensors must match "
                  "except in dimension {}: expected size {} but got size {} for tensor number {} in the list (shapes {} "
                  "and {})", p.dim, ref->sizes()[size_t(k)], t.sizes()[size_t(k)], i, shape_str(ref->sizes()), shape_str(t.sizes()));
-    p.sizes[size_t(p.dim)] += t.sizes()[size_t(p.dim)];
+    p.sizes[size_t(p.dim)] = checked_add(p.sizes[size_t(p.dim)], t.sizes()[size_t(p.dim)], "cat",
+                                         "the concatenated size");
   }
   return p;
 }
@@ -637,7 +639,8 @@ std::vector<TensorMeta> repeat_infer(const OpCall& c) {
              "number of dimensions of the tensor {}", repeats.size(), x.str());
   for (int64_t r : repeats) KILN_CHECK(r >= 0, "repeat: repeats must be non-negative, got {}", shape_str(repeats));
   Shape inter = repeat_interleaved(x.sizes(), repeats), sizes;
-  for (size_t i = 0; i < repeats.size(); ++i) sizes.push_back(inter[2 * i] * inter[2 * i + 1]);
+  for (size_t i = 0; i < repeats.size(); ++i)
+    sizes.push_back(checked_mul(inter[2 * i], inter[2 * i + 1], "repeat", kTooManyElements));
   return {contiguous_meta(sizes, x.dtype())};
 }
 std::vector<Tensor> repeat_kernel(const OpCall& c) {
@@ -796,7 +799,7 @@ Shape pad_shape(const Tensor& x, const IntList& pads, const std::string& mode_na
   for (int64_t i = 0; i < k; ++i) {
     size_t d = sizes.size() - 1 - size_t(i);
     int64_t n = sizes[d], before = pads[size_t(2 * i)], after = pads[size_t(2 * i + 1)];
-    int64_t out = n + before + after;
+    int64_t out = checked_add(checked_add(n, before, "pad", "the padded size"), after, "pad", "the padded size");
     if (mode == PadMode::Constant) {
       KILN_CHECK(out >= 0, "pad: the input size {}, plus negative padding {} and {} resulted in a negative output "
                  "size, which is invalid (dimension {} of {})", n, before, after, d, x.str());

@@ -57,26 +57,6 @@ std::vector<Tensor> copy__vjp(const VjpCall& v) {
   return {Tensor(), if_needed(v.needs(1), [&] { return to(sum_to(v.grads[0], src.sizes()), src.dtype()); })};
 }
 
-// c10's checked_convert: a number that does not fit the destination dtype is an error, not a silent wrap.
-void check_fits(const Scalar& v, DType dt, std::string_view op) {
-  if (dt == DType::Bool || dt == DType::F64) return;
-  double d = v.to_double();
-  double lo, hi;
-  switch (dt) {
-    case DType::F16: lo = -65504.0, hi = 65504.0; break;
-    case DType::BF16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    case DType::F32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
-    case DType::U8: lo = 0, hi = 255; break;
-    case DType::I8: lo = -128, hi = 127; break;
-    case DType::I16: lo = -32768, hi = 32767; break;
-    case DType::I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    default: return;  // i64
-  }
-  if (is_floating(dt) && !std::isfinite(d)) return;
-  KILN_CHECK(d >= lo && d <= hi, "{}: value {} cannot be converted to type {} without overflow (its range is [{}, {}])",
-             op, v.str(), dtype_name(dt), lo, hi);
-}
-
 std::vector<Tensor> fill__kernel(const OpCall& c) {
   const Tensor& self = c.tensor(0);
   check_fits(c.scalar(1), self.dtype(), "fill_");

@@ -304,18 +304,18 @@ DType where_dtype(const OpCall& c) {
 
 template <DTypeRule Rule>
 std::vector<TensorMeta> infer_unary(const OpCall& c) {
-  return {contiguous_meta(c.tensor(0).sizes(), Rule(c))};
+  return one_meta(contiguous_meta(c.tensor(0).sizes(), Rule(c)));
 }
 template <DTypeRule Rule>
 std::vector<TensorMeta> infer_binary(const OpCall& c) {
   const Tensor &a = c.tensor(0), &b = c.tensor(1);
-  return {contiguous_meta(broadcast_shapes(a.sizes(), b.sizes(), c.name()), Rule(c))};
+  return one_meta(contiguous_meta(broadcast_shapes(a.sizes(), b.sizes(), c.name()), Rule(c)));
 }
 std::vector<TensorMeta> infer_where(const OpCall& c) {
   DType dt = where_dtype(c);
   Shape shape = broadcast_shapes(c.tensor(0).sizes(), broadcast_shapes(c.tensor(1).sizes(), c.tensor(2).sizes(), "where"),
                                  "where");
-  return {contiguous_meta(shape, dt)};
+  return one_meta(contiguous_meta(std::move(shape), dt));
 }
 
 // ---------------------------------------------------------------- VJP helpers
@@ -1025,7 +1025,7 @@ std::vector<TensorMeta> infer_lerp(const OpCall& c) {
   const DType dt = lerp_dtype(c);
   Shape shape = broadcast_shapes(c.tensor(0).sizes(), broadcast_shapes(c.tensor(1).sizes(), c.tensor(2).sizes(), "lerp"),
                                  "lerp");
-  return {contiguous_meta(shape, dt)};
+  return one_meta(contiguous_meta(std::move(shape), dt));
 }
 // PyTorch's kernel: fma(w, end - self, self) when |w| < 0.5, else fma(w - 1, end - self, end), in the compute
 // type (f16/bf16 in f32), rounded once.

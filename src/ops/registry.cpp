@@ -2,6 +2,7 @@
 // functions. Also the schema parser and IValue printing (both shared with the .kir format).
 #include <cctype>
 #include <mutex>
+#include <unordered_map>
 
 #include "ops/dispatch.h"
 #include "ops/families.h"
@@ -272,9 +273,14 @@ const std::vector<OpInfo>& table() {
 const std::vector<OpInfo>& all_ops() { return table(); }
 const OpInfo& op_info(OpId id) { return table()[size_t(id)]; }
 const OpInfo* find_op(std::string_view name) {
-  for (const OpInfo& o : table())
-    if (o.name == name) return &o;
-  return nullptr;
+  // By name through a hash map (the .kir parser looks up every node's op); built once, after the table.
+  static const std::unordered_map<std::string_view, const OpInfo*> by_name = [] {
+    std::unordered_map<std::string_view, const OpInfo*> m;
+    for (const OpInfo& o : table()) m.emplace(o.name, &o);
+    return m;
+  }();
+  auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
 }
 // Called only from register_all_families, while the table is being built (before call_once returns).
 OpRegistration def(OpId id) { return OpRegistration{table_storage()[size_t(id)]}; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/size_math.h"
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
@@ -27,7 +28,7 @@ Shape infer_size(IntList shape, int64_t numel, std::string_view op) {
       infer_at = int64_t(i);
     } else {
       KILN_CHECK(shape[i] >= 0, "{}: invalid size {} in {}", op, shape[i], shape_str(shape));
-      known *= shape[i];
+      known = checked_mul(known, shape[i], op, kTooManyElements);
     }
   }
   if (infer_at >= 0) {
@@ -53,7 +54,7 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
     tensor_numel *= sizes[size_t(d)];
     if (d == 0 || (sizes[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || shape[size_t(view_d)] == 1)) {
-        out[size_t(view_d)] = view_numel * chunk_base_stride;
+        out[size_t(view_d)] = checked_mul(view_numel, chunk_base_stride, "view", "a stride of the result");
         view_numel *= shape[size_t(view_d)];
         --view_d;
       }
@@ -163,9 +164,11 @@ std::vector<Tensor> slice_kernel(const OpCall& c) {
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Shape sizes = x.sizes(), strides = x.strides();
-  sizes[size_t(d)] = (end - start + step - 1) / step;
-  strides[size_t(d)] *= step;
-  return {make_view(x, sizes, strides, x.offset() + start * x.strides()[size_t(d)])};
+  sizes[size_t(d)] = ceil_div(end - start, step);
+  strides[size_t(d)] = checked_mul(strides[size_t(d)], step, "slice", "the stride of the result");
+  int64_t offset = checked_add(x.offset(), checked_mul(start, x.strides()[size_t(d)], "slice", "the storage offset"),
+                               "slice", "the storage offset");
+  return {make_view(x, sizes, strides, offset)};
 }
 // Scatters `g` into zeros shaped like the input through the same view (the VJP of every view but expand).
 Tensor embed_in_zeros(const Tensor& like, const Tensor& g, const std::function<Tensor(const Tensor&)>& same_view) {
@@ -190,7 +193,9 @@ std::vector<Tensor> select_kernel(const OpCall& c) {
   Shape sizes = x.sizes(), strides = x.strides();
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return {make_view(x, sizes, strides, x.offset() + i * x.strides()[size_t(d)])};
+  int64_t offset = checked_add(x.offset(), checked_mul(i, x.strides()[size_t(d)], "select", "the storage offset"),
+                               "select", "the storage offset");
+  return {make_view(x, sizes, strides, offset)};
 }
 std::vector<Tensor> select_vjp(const VjpCall& v) {
   const OpCall& c = v.call;
@@ -202,8 +207,8 @@ std::vector<Tensor> narrow_decomp(const OpCall& c) {
   int64_t d = wrap_dim(c.int_(1), x.dim(), "narrow");
   int64_t n = x.sizes()[size_t(d)], start = c.int_(2), len = c.int_(3);
   if (start < 0) start += n;
-  KILN_CHECK(start >= 0 && len >= 0 && start + len <= n, "narrow: start {} + length {} exceeds dimension {} of size {}",
-             c.int_(2), len, d, n);
+  KILN_CHECK(start >= 0 && start <= n && len >= 0 && len <= n - start, "narrow: start {} + length {} exceeds "
+             "dimension {} of size {}", c.int_(2), len, d, n);
   return {slice(x, d, start, start + len, 1)};
 }
 
@@ -224,7 +229,7 @@ std::vector<Tensor> unsqueeze_kernel(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   int64_t d = wrap_dim(c.int_(1), x.dim() + 1, "unsqueeze");
   Shape sizes = x.sizes(), strides = x.strides();
-  int64_t st = d < x.dim() ? sizes[size_t(d)] * strides[size_t(d)] : 1;
+  int64_t st = d < x.dim() ? checked_mul(sizes[size_t(d)], strides[size_t(d)], "unsqueeze", "the new stride") : 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
   return {make_view(x, sizes, strides, x.offset())};
@@ -238,13 +243,15 @@ std::vector<Tensor> as_strided_kernel(const OpCall& c) {
   KILN_CHECK(size.size() == stride.size(), "as_strided: {} sizes but {} strides", size.size(), stride.size());
   int64_t off = c.opt_int(3).value_or(x.offset());
   KILN_CHECK(off >= 0, "as_strided: negative storage offset {}", off);
-  int64_t last = off;
+  int64_t last = off;  // the storage element the view reaches last (-1 when it is empty)
   for (size_t i = 0; i < size.size(); ++i) {
     KILN_CHECK(size[i] >= 0 && stride[i] >= 0, "as_strided: sizes and strides must be non-negative, got {} and {}",
                shape_str(size), shape_str(stride));
     if (size[i] == 0) last = -1;
-    if (last >= 0) last += (size[i] - 1) * stride[i];
   }
+  for (size_t i = 0; i < size.size() && last >= 0; ++i)
+    last = checked_add(last, checked_mul(size[i] - 1, stride[i], "as_strided", "the last element's storage offset"),
+                       "as_strided", "the last element's storage offset");
   if (x.storage() && last >= 0) {
     int64_t capacity = x.storage()->nbytes() / dtype_size(x.dtype());
     KILN_CHECK(last < capacity, "as_strided: size {} stride {} offset {} reaches element {}, past the storage's {} "
@@ -286,7 +293,10 @@ std::vector<Tensor> diagonal_kernel(const OpCall& c) {
   int64_t n1 = x.sizes()[size_t(d1)], n2 = x.sizes()[size_t(d2)];
   int64_t len = off >= 0 ? std::max<int64_t>(std::min(n1, n2 - off), 0) : std::max<int64_t>(std::min(n1 + off, n2), 0);
   int64_t start = x.offset();
-  if (len > 0) start += off >= 0 ? off * x.strides()[size_t(d2)] : -off * x.strides()[size_t(d1)];
+  if (len > 0)  // then |off| < the dim's size, so -off does not overflow
+    start = checked_add(start, off >= 0 ? checked_mul(off, x.strides()[size_t(d2)], "diagonal", "the storage offset")
+                                        : checked_mul(-off, x.strides()[size_t(d1)], "diagonal", "the storage offset"),
+                        "diagonal", "the storage offset");
   Shape sizes, strides;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d == d1 || d == d2) continue;
@@ -294,7 +304,7 @@ std::vector<Tensor> diagonal_kernel(const OpCall& c) {
     strides.push_back(x.strides()[size_t(d)]);
   }
   sizes.push_back(len);
-  strides.push_back(x.strides()[size_t(d1)] + x.strides()[size_t(d2)]);
+  strides.push_back(checked_add(x.strides()[size_t(d1)], x.strides()[size_t(d2)], "diagonal", "the stride of the result"));
   return {make_view(x, sizes, strides, start)};
 }
 std::vector<Tensor> diagonal_vjp(const VjpCall& v) {
@@ -337,7 +347,7 @@ std::vector<Tensor> chunk_decomp(const OpCall& c) {
   KILN_CHECK(chunks > 0, "chunk: the number of chunks must be positive, got {}", chunks);
   int64_t d = wrap_dim(c.int_(2), x.dim(), "chunk");
   int64_t n = x.sizes()[size_t(d)];
-  int64_t size = std::max<int64_t>((n + chunks - 1) / chunks, 1);
+  int64_t size = std::max<int64_t>(ceil_div(n, chunks), 1);
   return split(x, size, d);
 }
 
