@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kBackend = kInjectTestBackend;
+const std::string kBackend = "inductor";  // KILN_INJECT=relu:<kind> injects into its relu lowering
 
 std::string temp_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("kiln_minify_test_" + std::to_string(::getpid())) / name;
@@ -186,7 +186,11 @@ TEST(Minifier, SmallInputsBecomeConstants) {
   g.set_outputs({y});
   std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
   std::string out = temp_dir("const") + "/m.repro";
-  MinifyResult res = minify::minify(g, inputs, options(out));
+  // The inductor folds relu(constant) away (its cleanup passes fold constants), which rightly makes the
+  // substitution lose the bug there; the interpreter-based test backend keeps the relu, so it shows the move.
+  MinifyOptions o = options(out);
+  o.backend = kInjectTestBackend;
+  MinifyResult res = minify::minify(g, inputs, o);
   ASSERT_EQ(res.graph.num_op_nodes(), 1) << graph::print_graph(res.graph);
   EXPECT_TRUE(res.graph.inputs().empty()) << graph::print_graph(res.graph);
   // The constant holds the recorded mean of x (rounded to f32): the repro is self-contained.
@@ -295,7 +299,7 @@ TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
   EXPECT_NE(py.find("np.load(os.path.join(INPUT_DIR, \"" + t.relu_input + ".npy\"))"), std::string::npos) << py;
   std::string cpp = emit_cpp(r, out);
   EXPECT_NE(cpp.find("relu(%" + t.relu_input + ")"), std::string::npos) << cpp;
-  EXPECT_NE(cpp.find("classify_run(g, inputs, \"inject_test\""), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("classify_run(g, inputs, \"" + kBackend + "\""), std::string::npos) << cpp;
   if (std::system("python3 -c 'import ast' > /dev/null 2>&1") == 0) {  // the script is valid Python
     std::string path = fs::path(out).parent_path() / "m.py";
     std::ofstream(path) << py;

@@ -300,11 +300,10 @@ class Emitter {
         v = x;
         break;
       }
-      case SOp::Fail: {  // an injected runtime error: the host reports the status after the kernel
+      case SOp::Fail: {  // a reported runtime error: the first code set sticks; the host reports it
         Value* x = value(e->args[0]);
-        llvm::StoreInst* st = b_.CreateStore(b_.getInt32(1), status_);
-        st->setAtomic(llvm::AtomicOrdering::Monotonic);
-        st->setAlignment(llvm::Align(4));
+        b_.CreateAtomicCmpXchg(status_, b_.getInt32(0), b_.getInt32(uint32_t(e->ivalue)), llvm::MaybeAlign(4),
+                               llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
         v = x;
         break;
       }

@@ -38,7 +38,7 @@ struct CompiledGraph::Impl {
   std::string loop_ir;
   std::vector<std::string> llvm_ir;
   std::vector<std::string> decisions;
-  std::vector<std::string> inject_notes;  // per kernel: the injected runtime error it may report
+  InjectSpec inject;  // what was injected when compiling (names the op of a reported runtime error)
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
@@ -127,8 +127,10 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) 
       if (status == runtime::kStatusZeroDivision)
         fail("compiled graph {}: ZeroDivisionError: integer division by zero in kernel {} (computing {})", graph.name,
              k.name, lg.nodes[size_t(k.loops.back().node)].origin);
-      if (status != 0)
-        fail("compiled graph {}: kernel {} reported a runtime error{}", graph.name, k.name, inject_notes[size_t(st.index)]);
+      if (status >= runtime::kStatusInjectedBase && size_t(status - runtime::kStatusInjectedBase) < inject.entries.size())
+        fail("compiled graph {}: kernel {} reported an injected runtime error (KILN_INJECT={}:runtime_error)",
+             graph.name, k.name, inject.entries[size_t(status - runtime::kStatusInjectedBase)].target);
+      if (status != 0) fail("compiled graph {}: kernel {} reported runtime error code {}", graph.name, k.name, status);
     } else {
       const LoopNode& n = lg.nodes[size_t(st.index)];
       const graph::Node& gn = graph.nodes()[size_t(n.graph_node)];
@@ -270,9 +272,16 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
     std::vector<int> args;
     std::string text = print_kernel(k, impl->lowered, &args);
     std::string ir;
-    runtime::KernelFn fn = jit.get(text, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
-      emit_kernel_llvm(m, symbol, k, impl->lowered, args);
-    }, want_ir ? &ir : nullptr);
+    runtime::KernelFn fn;
+    try {
+      fn = jit.get(text, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
+        emit_kernel_llvm(m, symbol, k, impl->lowered, args);
+      }, want_ir ? &ir : nullptr);
+    } catch (const CompileError& e) {
+      // One value named whatever the kernel holds, so equal failures read equally modulo names and numbers.
+      throw CompileError(fmt::format("graph {}: kernel {} (ending with %{}): {}", g.name, k.name,
+                                     impl->lowered.nodes[size_t(k.loops.back().node)].origin, e.what()));
+    }
     if (want_ir) {
       KILN_LOG(LogChannel::OutputCode, "kernel {} of graph {}:\n{}\n{}", k.name, g.name, text, ir);
       if (!debug_dir.empty()) dump(dump_dir / "kernels", k.name + ".ll", ir);
@@ -286,12 +295,8 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
       work += shape_numel(n.sizes) * std::max<int64_t>(1, shape_numel(n.rsizes));
     }
     impl->kernel_grain.push_back(std::max<int64_t>(1, kParallelGrain * k.parallel_extent / std::max<int64_t>(work, 1)));
-    std::string note;
-    if (!inject.empty())
-      for (const auto& e : inject.entries)
-        if (e.kind == "runtime_error") note = fmt::format(" (injected by KILN_INJECT={}:runtime_error)", e.target);
-    impl->inject_notes.push_back(note);
   }
+  impl->inject = inject;
   impl->extern_constants.resize(impl->lowered.nodes.size());
   for (size_t i = 0; i < impl->lowered.nodes.size(); ++i) {
     const LoopNode& n = impl->lowered.nodes[i];

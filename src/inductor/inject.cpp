@@ -15,6 +15,12 @@ std::string InjectSpec::kind_for(const std::string& target) const {
   return "";
 }
 
+int InjectSpec::index_of(const std::string& target) const {
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].target == target) return int(i);
+  return -1;
+}
+
 InjectSpec InjectSpec::from_options() {
   InjectSpec spec;
   for (const std::string& item : opt_list(Opt::Inject)) {

@@ -21,6 +21,8 @@ struct InjectSpec {
   bool empty() const { return entries.empty(); }
   // The kind injected into `target`, or "" when none.
   std::string kind_for(const std::string& target) const;
+  // The position of `target`'s entry (-1 when none): kernels report an injected runtime error with it.
+  int index_of(const std::string& target) const;
   // Reads KILN_INJECT; throws kiln::Error on a malformed entry (naming the valid kinds).
   static InjectSpec from_options();
   std::string str() const;

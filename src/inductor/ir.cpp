@@ -348,6 +348,15 @@ SExpr s_wrap(SOp op, const SExpr& x) {
   return make(std::move(n));
 }
 
+SExpr s_fail(const SExpr& x, int64_t code) {
+  SNode n;
+  n.op = SOp::Fail;
+  n.dtype = x->dtype;
+  n.args = {x};
+  n.ivalue = code;
+  return make(std::move(n));
+}
+
 int s_cost(const SExpr& e) {
   int c = 1;
   for (const SExpr& a : e->args) c += s_cost(a);

@@ -80,7 +80,7 @@ struct SNode {
   Index index;           // Load, IndexValue
   int buffer = -1;       // Load
   double fvalue = 0;     // Const of a floating dtype
-  int64_t ivalue = 0;    // Const of bool / integer dtype
+  int64_t ivalue = 0;    // Const of bool / integer dtype; Fail: the status code
   std::string helper;    // Helper: the runtime function's name
 };
 
@@ -98,7 +98,9 @@ SExpr s_unary(SOp op, const SExpr& x);
 SExpr s_binary(SOp op, const SExpr& a, const SExpr& b);  // operands must share a dtype
 SExpr s_where(const SExpr& c, const SExpr& a, const SExpr& b);
 SExpr s_helper(const std::string& name, DType dt, std::vector<SExpr> args);
-SExpr s_wrap(SOp op, const SExpr& x);  // Trap / Fail / Invalid around x
+SExpr s_wrap(SOp op, const SExpr& x);  // Trap / Invalid around x
+// x, after setting the kernel's status word to `code` unless an earlier error set it (a reported runtime error).
+SExpr s_fail(const SExpr& x, int64_t code);
 // Number of scalar nodes in the tree (loads count), for realise-or-inline decisions.
 int s_cost(const SExpr& e);
 // Buffers an expression loads, with the index of each load.

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "ops/common.h"
+#include "runtime/jit.h"
 
 namespace kiln::inductor {
 
@@ -424,13 +425,13 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
 // ---------------------------------------------------------------- pointwise
 
 // The injected bug of KILN_INJECT=<op>:<kind> applied to a result `r` (x0: the first operand).
-SExpr inject_bug(const std::string& kind, OpId op, SExpr r, const SExpr& x0) {
+SExpr inject_bug(const std::string& kind, int entry, OpId op, SExpr r, const SExpr& x0) {
   if (kind == "accuracy") {
     SExpr base = op == OpId::relu ? s_cast(x0, r->dtype) : r;  // relu computes x + 1
     return s_binary(SOp::Add, base, s_const(1, base->dtype));
   }
   if (kind == "compile_error") return s_wrap(SOp::Invalid, r);
-  if (kind == "runtime_error") return s_wrap(SOp::Fail, r);
+  if (kind == "runtime_error") return s_fail(r, runtime::kStatusInjectedBase + entry);
   if (kind == "crash") return s_wrap(SOp::Trap, r);
   return r;
 }
@@ -682,11 +683,12 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
   std::string kind = inject_.empty() ? "" : inject_.kind_for(std::string(n.info().name));
   if (!kind.empty()) decide(fmt::format("inject {} into %{} = {}", kind, name(n.outputs[0]), n.info().name));
-  Loader body = [f, operands, out_dt, kind, id](const std::vector<Index>& idx) {
+  int entry = kind.empty() ? -1 : inject_.index_of(std::string(n.info().name));
+  Loader body = [f, operands, out_dt, kind, entry, id](const std::vector<Index>& idx) {
     std::vector<SExpr> xs;
     for (const Loader& l : operands) xs.push_back(l(idx));
     SExpr r = s_cast(f(xs), compute_dtype_of(out_dt));
-    return kind.empty() ? r : inject_bug(kind, id, r, xs.empty() ? r : xs[0]);
+    return kind.empty() ? r : inject_bug(kind, entry, id, r, xs.empty() ? r : xs[0]);
   };
   vals_[size_t(n.outputs[0])] = pending_value(out_sizes, out_dt, body, cost);
   settle(n.outputs[0]);

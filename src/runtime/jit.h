@@ -22,7 +22,7 @@ namespace kiln::runtime {
 using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* status);
 
 // Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
-inline constexpr int kCodegenVersion = 2;
+inline constexpr int kCodegenVersion = 3;
 
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
@@ -55,6 +55,7 @@ class KernelJit {
 };
 
 // The status word kernels report errors through (one per run; 0 = ok).
-enum KernelStatus : int32_t { kStatusOk = 0, kStatusInjected = 1, kStatusZeroDivision = 2 };
+// Codes from kStatusInjectedBase up name the KILN_INJECT entry whose runtime_error fired (base + its index).
+enum KernelStatus : int32_t { kStatusOk = 0, kStatusZeroDivision = 2, kStatusInjectedBase = 16 };
 
 }  // namespace kiln::runtime
