@@ -1,6 +1,7 @@
 // minify/<kind>/<nodes>: the minifier on generated graphs (minifier/testing.h) of 100, 1000 and 10000 op nodes
 // over 256x256 f32 tensors (64K elements; 10000 nodes hold 2.5 GB of f32 intermediates, 5 GB in fp64), with
-// one relu given a compile error, a crash or an accuracy bug by the inject_test backend. Counters: seconds
+// one relu given a compile error, a crash or an accuracy bug by the inductor's KILN_INJECT (KILN_BENCH_BACKEND
+// picks another backend, e.g. inject_test: the interpreter with the same injected relu). Counters: seconds
 // (wall), oracle_calls, result_ops (1 when the relu was found), peak_rss_mb (this process, the minifier) and
 // child_peak_rss_mb (the largest forked candidate). ru_maxrss only grows, so run one size per process for
 // exact peaks: kiln-bench --benchmark_filter='minify/accuracy/10000' --benchmark_format=json
@@ -28,7 +29,8 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   std::string dir = (std::filesystem::temp_directory_path() / "kiln_bench_minify").string();
   std::filesystem::create_directories(dir);
   minify::MinifyOptions o;
-  o.backend = minify::kInjectTestBackend;
+  const char* backend = std::getenv("KILN_BENCH_BACKEND");
+  o.backend = backend ? backend : "inductor";
   o.output = dir + "/" + kind + std::to_string(nodes) + ".repro";
   o.config = minify::current_config();
   o.progress = std::getenv("KILN_BENCH_PROGRESS") != nullptr;  // one line per accepted step on stderr

@@ -119,6 +119,21 @@ TEST(Inductor, ViewsLowerToIndexArithmetic) {
   EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 3)).ok);
 }
 
+TEST(Inductor, MaxAndMinReductionsKeepNaNInfinityAndSignedZero) {
+  graph::Graph g = parse(
+      "graph m(%x: f32[4, 9]) {\n  %a = amax(%x, [1]) : f32[4]\n  %b = amin(%x, [1]) : f32[4]\n"
+      "  %c = argmax(%x, 1) : i64[4]\n  return %a, %b, %c\n}\n");
+  const float inf = INFINITY, nan = NAN;
+  Tensor x = Tensor::from_vector<float>(
+      {1, 2, nan, 4, 5, -3, 0, 8, 2,                  // a NaN wins
+       -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf,
+       -0.0f, 0.0f, -0.0f, -1, -2, 0.0f, -0.0f, -5, -7,
+       3, 3, 1e30f, -1e30f, inf, 2, -inf, 0, 1},
+      {4, 9});
+  CompareVerdict v = compiled_vs_interpreter(g, {x});
+  EXPECT_TRUE(v.ok) << v.str();
+}
+
 TEST(Inductor, NonContiguousInputsAreRead) {
   graph::Graph g = parse("graph n(%x: f32[5, 7]) {\n  %y = sigmoid(%x) : f32[5, 7]\n  return %y\n}\n");
   Tensor base = graph::seeded_inputs(g, 2)[0];

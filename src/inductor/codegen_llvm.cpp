@@ -247,7 +247,15 @@ class Emitter {
       case SOp::Add: return fl ? b_.CreateFAdd(x, y) : b_.CreateAdd(x, y);
       case SOp::Sub: return fl ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
       case SOp::Mul: return fl ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
-      case SOp::Div: return b_.CreateFDiv(x, y);
+      case SOp::Div: {
+        // arcp: a division by a loop-invariant value (softmax's row sum) may become a multiplication by its
+        // reciprocal hoisted out of the loop (at most 1 ulp from the exact quotient).
+        Value* q = b_.CreateFDiv(x, y);
+        llvm::FastMathFlags arcp;
+        arcp.setAllowReciprocal();
+        llvm::cast<llvm::Instruction>(q)->setFastMathFlags(arcp);
+        return q;
+      }
       case SOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y);
       case SOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y);
       case SOp::Pow: return b_.CreateCall(libm("pow", x->getType(), 2), {x, y});
@@ -367,6 +375,16 @@ class Emitter {
     memo_.clear();
   }
 
+  // An integer whose signed order is the order of the float `v` (negative floats get their magnitude bits
+  // flipped); the map is its own inverse on the integers (`inverse`: v is already a key).
+  Value* float_key(Value* v, bool inverse = false) {
+    llvm::Type* it = inverse ? v->getType() : b_.getIntNTy(unsigned(v->getType()->getPrimitiveSizeInBits()));
+    unsigned bits = it->getIntegerBitWidth();
+    Value* x = inverse ? v : b_.CreateBitCast(v, it);
+    Value* magnitude = llvm::ConstantInt::get(it, llvm::APInt::getSignedMaxValue(bits));
+    return b_.CreateXor(x, b_.CreateAnd(b_.CreateAShr(x, bits - 1), magnitude));
+  }
+
   void emit_reduction(const KernelLoop& l) {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const DType dt = l.value->dtype;
@@ -395,6 +413,11 @@ class Emitter {
         break;
     }
     b_.CreateStore(init, acc);
+    llvm::AllocaInst* nan_seen = entry_alloca(b_.getInt1Ty());
+    b_.CreateStore(b_.getFalse(), nan_seen);
+    llvm::Type* key_type = fl ? b_.getIntNTy(unsigned(t->getPrimitiveSizeInBits())) : nullptr;
+    llvm::AllocaInst* key_acc = fl ? entry_alloca(key_type) : nullptr;
+    if (fl) b_.CreateStore(float_key(init), key_acc);
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     nest(l.ridx, n.rsizes, 0, -1, [&] {
@@ -413,7 +436,16 @@ class Emitter {
           break;
         case ReduceOp::Max: case ReduceOp::Min: {
           bool mx = n.reduce == ReduceOp::Max;
-          if (fl) r = b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a, v);
+          if (fl) {
+            // An integer max/min over order-preserving keys of the float bits (a reduction LLVM vectorises)
+            // plus a separate "saw a NaN" flag that makes the result NaN after the loop: the same answer as a
+            // NaN-propagating maximum (-0 < +0 included), vectorised.
+            b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), nan_seen), b_.CreateFCmpUNO(v, v)), nan_seen);
+            Value* k = b_.CreateLoad(key_type, key_acc);
+            b_.CreateStore(b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, k, float_key(v)),
+                           key_acc);
+            r = a;
+          }
           else if (dt == DType::Bool) r = mx ? b_.CreateOr(a, v) : b_.CreateAnd(a, v);
           else r = b_.CreateSelect(mx ? binary(SOp::Gt, v, a, dt) : binary(SOp::Lt, v, a, dt), v, a);
           break;
@@ -435,6 +467,10 @@ class Emitter {
     });
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
+    if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min)) {
+      result = b_.CreateBitCast(float_key(b_.CreateLoad(key_type, key_acc), /*inverse=*/true), t);
+      result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen), llvm::ConstantFP::getNaN(t), result);
+    }
     DType result_dt = dt;
     if (arg) {
       result = b_.CreateLoad(i64(), arg);

@@ -195,6 +195,8 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
     if (!ir_out) return;
     llvm::LLVMContext ctx;
     llvm::Module m(symbol, ctx);
+    m.setDataLayout(im.tm->createDataLayout());
+    m.setTargetTriple(im.tm->getTargetTriple().str());
     build(m, symbol);
     print_ir(m);
   };
