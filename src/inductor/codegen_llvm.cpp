@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "runtime/jit.h"
 
 namespace kiln::inductor {
 
@@ -44,6 +45,9 @@ class Emitter {
   std::unordered_map<const SNode*, Value*> memo_;
   std::map<int, std::pair<std::string, Value*>> registers_;  // same-point reads of reduction results
   Value* acc_ = nullptr;  // the accumulator while emitting a finalize expression
+  // With libmvec the vectoriser turns expf/tanhf calls into vector calls: smaller code than the inline
+  // polynomials, which remain for machines without it.
+  const bool vector_math_ = runtime::KernelJit::instance().vector_math();
 
   llvm::Type* i64() { return b_.getInt64Ty(); }
   Value* c64(int64_t v) { return b_.getInt64(uint64_t(v)); }
@@ -210,7 +214,7 @@ class Emitter {
       case SOp::Abs:
         if (fl) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(t, 0)), b_.CreateSub(llvm::ConstantInt::get(t, 0), x), x);
-      case SOp::Exp: return t->isFloatTy() ? exp_f32(x) : call1("exp", x);
+      case SOp::Exp: return t->isFloatTy() && !vector_math_ ? exp_f32(x) : call1("exp", x);
       case SOp::Exp2: return call1("exp2", x);
       case SOp::Log: return call1("log", x);
       case SOp::Log2: return call1("log2", x);
@@ -220,7 +224,7 @@ class Emitter {
       case SOp::Sin: return call1("sin", x);
       case SOp::Cos: return call1("cos", x);
       case SOp::Tan: return call1("tan", x);
-      case SOp::Tanh: return t->isFloatTy() ? tanh_f32(x) : call1("tanh", x);
+      case SOp::Tanh: return t->isFloatTy() && !vector_math_ ? tanh_f32(x) : call1("tanh", x);
       case SOp::Asin: return call1("asin", x);
       case SOp::Acos: return call1("acos", x);
       case SOp::Atan: return call1("atan", x);

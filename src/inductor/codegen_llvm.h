@@ -2,9 +2,8 @@
 // (char** buffers, int64 begin, int64 end, int32* status). The outer loop nest runs [begin, end) of the
 // parallel dimension; each loop of the kernel is a loop nest whose innermost loop LLVM's loop vectoriser
 // turns into vector code with a scalar tail (buffers are passed as noalias pointers; float reductions are
-// marked reassociable so they vectorise too). exp and tanh on f32 are inline polynomials so they vectorise
-// (and avoid libm's non-VEX tanhf, slow after AVX code); other transcendental functions call libm, exactly as
-// the eager kernels do.
+// marked reassociable so they vectorise too). Transcendental functions call libm (vectorised through libmvec
+// when the JIT found it); without libmvec, exp and tanh on f32 are inline polynomials so they still vectorise.
 #pragma once
 #include <string>
 #include <vector>

@@ -404,8 +404,13 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
     if (auto* t = std::get_if<graph::TensorArg>(&a)) ids.push_back(t->id);
     if (auto* l = std::get_if<graph::TensorListArg>(&a)) ids.insert(ids.end(), l->ids.begin(), l->ids.end());
   }
-  for (ValueId id : ids)
-    node.extern_inputs.push_back(id == graph::kNoValue ? BufferView{} : view_of(id, fmt::format("input of extern {}", op.name)));
+  for (ValueId id : ids) {
+    // Constants are handed to the eager kernel as they are (compile.cpp), keeping number semantics.
+    bool constant = id != graph::kNoValue && g_.value(id).producer >= 0 &&
+                    g_.nodes()[size_t(g_.value(id).producer)].kind == NodeKind::Constant;
+    node.extern_inputs.push_back(id == graph::kNoValue || constant ? BufferView{}
+                                                                   : view_of(id, fmt::format("input of extern {}", op.name)));
+  }
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     ValueId o = n.outputs[i];
     const TensorMeta& m = g_.value(o).meta;

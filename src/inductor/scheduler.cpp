@@ -331,10 +331,14 @@ std::string print_nodes(const LoweredGraph& lg) {
       s += fmt::format("node {}: extern {} ({})\n", i, n.origin, n.reason);
       continue;
     }
+    // The node alone in a kernel without an outer loop: its own loop nest.
+    KernelLoop loop;
+    loop.node = int(i);
+    loop.idx = ix_vars(n.sizes);
+    loop.ridx = ix_vars(n.rsizes);
+    loop.value = n.body(loop.idx, loop.ridx);
     Kernel k;
-    k.loops.push_back({int(i), ix_vars(n.sizes), ix_vars(n.rsizes), n.body(ix_vars(n.sizes), ix_vars(n.rsizes))});
-    k.loops.back().idx = ix_vars(n.sizes);
-    k.loops.back().value = n.body(k.loops.back().idx, k.loops.back().ridx);
+    k.loops.push_back(std::move(loop));
     s += fmt::format("node {}: {} = {}", i, n.origin, print_kernel(k, lg));
   }
   return s;
