@@ -17,6 +17,7 @@
 #include "graph/text.h"
 #include "minifier/hook.h"
 #include "ops/api.h"
+#include "repro/isolate.h"
 #include "repro/reproduce.h"
 
 namespace kiln::minify {
@@ -110,6 +111,27 @@ void print_progress(const ReduceStats& s, bool final_line) {
 
 }  // namespace
 
+// Runs the original graph once on the backend in a child with a generous time limit, ignoring the outcome.
+// A compiling backend caches its kernels on disk (shared between processes), so the probe and the candidates
+// that follow find them there instead of compiling for most of their time limit and being judged as hangs
+// (a cold 10000-node graph needs about 15 s of LLVM before it runs). The child is forked, so a crash in the
+// backend cannot end the run.
+namespace {
+void warm_backend(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts) {
+  const BackendFn& run = find_backend(opts.backend);
+  run_isolated([&] {
+    try {
+      std::vector<Tensor> copies;
+      NoGradGuard no_grad;
+      for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
+      run(g, copies);
+    } catch (const Error&) {
+    }
+    return std::string();
+  }, std::max(120.0, 10 * opts.timeout_s));
+}
+}  // namespace
+
 MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts_in) {
   MinifyOptions opts = opts_in;
   // The repro hook stays off in the minifier and its children: candidates must not write repros.
@@ -175,6 +197,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
     // runs), so the quick test classifies the original exactly without a second reference run.
     record_reference(g, inputs, seed_state, store);
     recorded = true;
+    warm_backend(g, inputs, opts);
     fo.target.failure = {"accuracy", ""};  // classify everything, comparing outputs when the run succeeds
     ForkOracle probe(src, fo);
     res.original = probe.test(Candidate{g, "original"}).observed;
