@@ -292,6 +292,11 @@ class Emitter {
         break;
       case SOp::IndexValue: v = index(e->index); break;
       case SOp::Cast: v = cast(value(e->args[0]), e->args[0]->dtype, dt); break;
+      case SOp::RoundTo: {
+        DType narrow = DType(e->ivalue);
+        v = from_storage(to_storage(value(e->args[0]), narrow), narrow);
+        break;
+      }
       case SOp::Where: v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2])); break;
       case SOp::Helper: {
         std::vector<Value*> args;

@@ -251,12 +251,13 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   if (!debug_dir.empty()) dump(dump_dir, "00_graph.kir", graph::print_graph(g));
 
   // 1. decompositions and cleanup
-  impl->graph = decompose_composites(g, inject);
+  std::vector<bool> unrounded;
+  impl->graph = decompose_composites(g, inject, &unrounded);
   graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor");
   if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
 
   // 2. lowering and scheduling
-  impl->lowered = lower_graph(impl->graph, inject);
+  impl->lowered = lower_graph(impl->graph, inject, unrounded);
   if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
   impl->schedule = schedule_graph(impl->lowered, options.fuse, inject);
   impl->loop_ir = print_schedule(impl->schedule, impl->lowered);

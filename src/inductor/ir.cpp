@@ -303,6 +303,16 @@ SExpr s_cast(const SExpr& x, DType dt) {
   return make(std::move(n));
 }
 
+SExpr s_round_to(const SExpr& x, DType narrow) {
+  if (x->op == SOp::RoundTo && DType(x->ivalue) == narrow) return x;  // already rounded there
+  SNode n;
+  n.op = SOp::RoundTo;
+  n.dtype = DType::F32;
+  n.ivalue = int64_t(narrow);
+  n.args = {s_cast(x, DType::F32)};
+  return make(std::move(n));
+}
+
 SExpr s_unary(SOp op, const SExpr& x) {
   SNode n;
   n.op = op;

@@ -94,6 +94,8 @@ SExpr s_load(int buffer, Index index, DType buffer_dtype);
 inline constexpr int kAccumulatorBuffer = -2;
 SExpr s_index_value(Index index);
 SExpr s_cast(const SExpr& x, DType dt);  // to a compute dtype; returns x when it already has it
+// x (f32) rounded to `narrow` (f16 or bf16) and widened back: an explicit conversion to a narrow float.
+SExpr s_round_to(const SExpr& x, DType narrow);
 SExpr s_unary(SOp op, const SExpr& x);
 SExpr s_binary(SOp op, const SExpr& a, const SExpr& b);  // operands must share a dtype
 SExpr s_where(const SExpr& c, const SExpr& a, const SExpr& b);

@@ -79,8 +79,15 @@ class DecompositionRecorder : public MetaCallRecorder {
   std::vector<Tensor> keep_;  // keeps the impls alive, so their addresses stay unique
 };
 
-bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
+// `unrounded` (by value id) marks values computed inside an op that eager runs as one kernel: eager does not
+// round those to f16/bf16, so the lowering must not either. It is carried from `g` to `out`.
+bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const std::vector<bool>& unrounded_in,
+                    std::vector<bool>& unrounded_out) {
   bool changed = false;
+  auto carry = [&](ValueId from, ValueId to) {
+    if (unrounded_out.size() <= size_t(to)) unrounded_out.resize(size_t(to) + 1, false);
+    unrounded_out[size_t(to)] = size_t(from) < unrounded_in.size() && unrounded_in[size_t(from)];
+  };
   out.name = g.name;
   std::vector<ValueId> map(size_t(g.num_values()), graph::kNoValue);
   for (ValueId id : g.inputs()) {
@@ -99,6 +106,7 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
                      should_run("inductor", "decomposition", [&] { return fmt::format("{} = {}", name0, op.name); });
     if (decompose) {
       DecompositionRecorder rec(out, name0);
+      const ValueId first_new = out.num_values();
       OpCall call;
       call.op = &op;
       call.args = graph::node_ivalues(n, [&](ValueId id) { return rec.bind(mapped(id)); });
@@ -130,6 +138,14 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
                    shape_str(want.sizes));
         map[size_t(n.outputs[i])] = id;
       }
+      // Values the decomposition made are internal to the op: unrounded when eager runs the op as one kernel
+      // (its results are rounded like any op's).
+      unrounded_out.resize(size_t(out.num_values()), false);
+      for (ValueId v = first_new; v < out.num_values(); ++v) unrounded_out[size_t(v)] = op.kernel != nullptr;
+      for (ValueId o : n.outputs) {
+        ValueId id = map[size_t(o)];
+        if (id >= first_new) carry(o, id);
+      }
       changed = true;
       continue;
     }
@@ -147,7 +163,10 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
       metas.push_back(g.value(o).meta);
     }
     std::vector<ValueId> outs = out.add_op(n.op, copy.args, names, metas);
-    for (size_t i = 0; i < outs.size(); ++i) map[size_t(n.outputs[i])] = outs[i];
+    for (size_t i = 0; i < outs.size(); ++i) {
+      map[size_t(n.outputs[i])] = outs[i];
+      carry(n.outputs[i], outs[i]);
+    }
   }
   std::vector<ValueId> outs;
   for (ValueId o : g.outputs()) outs.push_back(mapped(o));
@@ -157,13 +176,18 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject) {
 
 }  // namespace
 
-Graph decompose_composites(const Graph& g, const InjectSpec& inject) {
+Graph decompose_composites(const Graph& g, const InjectSpec& inject, std::vector<bool>* unrounded) {
   Graph cur = g;
+  std::vector<bool> flags;
   for (int round = 0; round < 8; ++round) {
     Graph next;
-    if (!decompose_once(cur, next, inject)) return next;
+    std::vector<bool> next_flags;
+    bool changed = decompose_once(cur, next, inject, flags, next_flags);
     cur = std::move(next);
+    flags = std::move(next_flags);
+    if (!changed) break;
   }
+  if (unrounded) *unrounded = std::move(flags);
   return cur;
 }
 
@@ -201,13 +225,15 @@ bool is_unsigned_int(DType dt) { return dt == DType::U8; }
 
 class Lowerer {
  public:
-  Lowerer(const Graph& g, const InjectSpec& inject) : g_(g), inject_(inject), users_(g.users()) {}
+  Lowerer(const Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded)
+      : g_(g), inject_(inject), unrounded_(unrounded), users_(g.users()) {}
 
   LoweredGraph run();
 
  private:
   const Graph& g_;
   const InjectSpec& inject_;
+  const std::vector<bool>& unrounded_;
   std::vector<std::vector<int>> users_;
   LoweredGraph out_;
   std::vector<LValue> vals_;
@@ -689,10 +715,15 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
   std::string kind = inject_.empty() ? "" : inject_.kind_for(std::string(n.info().name));
   if (!kind.empty()) decide(fmt::format("inject {} into %{} = {}", kind, name(n.outputs[0]), n.info().name));
   int entry = kind.empty() ? -1 : inject_.index_of(std::string(n.info().name));
-  Loader body = [f, operands, out_dt, kind, entry, id](const std::vector<Index>& idx) {
+  // Each op with an f16/bf16 result rounds it where eager does (PyTorch Inductor's emulate_precision_casts):
+  // keeping f32 between fused ops is no more accurate in general and makes compiled and eager disagree.
+  // Values inside an op eager runs as one f32 kernel (lerp's decomposition, ...) stay unrounded, as there.
+  ValueId out_id = n.outputs[0];
+  bool round = is_low_precision(out_dt) && !(size_t(out_id) < unrounded_.size() && unrounded_[size_t(out_id)]);
+  Loader body = [f, operands, out_dt, kind, entry, id, round](const std::vector<Index>& idx) {
     std::vector<SExpr> xs;
     for (const Loader& l : operands) xs.push_back(l(idx));
-    SExpr r = s_cast(f(xs), compute_dtype_of(out_dt));
+    SExpr r = round ? s_round_to(f(xs), out_dt) : s_cast(f(xs), compute_dtype_of(out_dt));
     return kind.empty() ? r : inject_bug(kind, entry, id, r, xs.empty() ? r : xs[0]);
   };
   vals_[size_t(n.outputs[0])] = pending_value(out_sizes, out_dt, body, cost);
@@ -1031,6 +1062,8 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const InjectSpec& inject) { return Lowerer(g, inject).run(); }
+LoweredGraph lower_graph(const Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded) {
+  return Lowerer(g, inject, unrounded).run();
+}
 
 }  // namespace kiln::inductor

@@ -24,9 +24,12 @@ struct LoweredGraph {
 // Replaces every Composite node by the nodes of its decomposition (repeatedly, so nested composites go too).
 // A decomposition the bisection hook refuses (stage "inductor", subsystem "decomposition") stays as a node
 // and later runs as an extern call.
-graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& inject);
+// `unrounded` (optional) receives, by value id, which values are internal to an op that eager runs as one
+// kernel (no f16/bf16 rounding there).
+graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& inject,
+                                  std::vector<bool>* unrounded = nullptr);
 
-// Lowers a graph without Composite nodes (the result of decompose_composites).
-LoweredGraph lower_graph(const graph::Graph& g, const InjectSpec& inject);
+// Lowers a graph without Composite nodes (the result of decompose_composites); `unrounded` as returned there.
+LoweredGraph lower_graph(const graph::Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded = {});
 
 }  // namespace kiln::inductor

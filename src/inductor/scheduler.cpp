@@ -267,6 +267,9 @@ struct Printer {
       case SOp::Load: rhs = fmt::format("load b{}[{}]", slot(e->buffer), index(e->index)); break;
       case SOp::IndexValue: rhs = fmt::format("index {}", index(e->index)); break;
       case SOp::Helper: rhs = fmt::format("{}({})", e->helper, fmt::join(a, ", ")); break;
+      // Parameters beyond the operands are part of the text, which is the kernel cache key.
+      case SOp::RoundTo: rhs = fmt::format("RoundTo.{}({})", dtype_name(DType(e->ivalue)), fmt::join(a, ", ")); break;
+      case SOp::Fail: rhs = fmt::format("Fail.{}({})", e->ivalue, fmt::join(a, ", ")); break;
       default: rhs = fmt::format("{}({})", sop_name(e->op), fmt::join(a, ", ")); break;
     }
     int id = int(ids.size());
