@@ -13,6 +13,6 @@ if [[ ${1:-} == --sanitize ]]; then
   export ASAN_OPTIONS=detect_leaks=0:allow_user_segv_handler=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
   ctest --test-dir build-asan --output-on-failure -j2
 else
-  bash ci/build.sh build
+  bash ci/build.sh build -DKILN_BUILD_BENCH=OFF  # the benchmarks are not tests; bench/ builds them (ON by default)
   ctest --test-dir build --output-on-failure -j2
 fi
