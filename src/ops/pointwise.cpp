@@ -7,19 +7,13 @@
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
+#include "ops/scalar_math.h"
 
 namespace kiln {
 namespace {
 
 template <class T>
 inline constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-// -x with two's-complement wrap-around for integers (PyTorch: -INT_MIN == INT_MIN).
-template <class T>
-T wrapping_neg(T v) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return T(uint64_t(0) - uint64_t(int64_t(v)));
-  else return T(-v);
-}
 
 // A Scalar attribute (clamp bound, pow exponent) as element type T, with c10's overflow check: a finite value
 // outside T's range is an error rather than a silent wrap.
@@ -658,43 +652,6 @@ std::vector<Tensor> mul_vjp(const VjpCall& v) {
 }
 
 // ---------------------------------------------------------------- div
-// Integer quotient rounded toward zero / toward -inf; x / -1 wraps like negation (no trap on INT_MIN).
-template <class T>
-T int_div_trunc(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return wrapping_neg(x);
-  }
-  return T(x / y);
-}
-template <class T>
-T int_div_floor(T x, T y) {
-  if constexpr (std::is_signed_v<T>) {
-    if (y == T(-1)) return wrapping_neg(x);
-    const T q = T(x / y);
-    return (x % y != 0 && ((x < 0) != (y < 0))) ? T(q - 1) : q;
-  } else {
-    return T(x / y);
-  }
-}
-// fmod as PyTorch's vectorised CPU kernels compute it (Sleef): exact, except NaN where |a / b| overflows T.
-template <class T>
-T kernel_fmod(T a, T b) {
-  if (std::isfinite(a) && b != T(0) && std::isinf(a / b)) return std::numeric_limits<T>::quiet_NaN();
-  return std::fmod(a, b);
-}
-// Python's floor division for floats (c10::div_floor_floating).
-template <class T>
-T float_div_floor(T a, T b) {
-  if (b == T(0)) return a / b;
-  T mod = kernel_fmod(a, b);
-  T quot = (a - mod) / b;
-  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) quot -= T(1);
-  if (quot == T(0)) return std::copysign(T(0), a / b);
-  T floored = std::floor(quot);
-  if (quot - floored > T(0.5)) floored += T(1);
-  return floored;
-}
-
 std::vector<Tensor> div_kernel(const OpCall& c) {
   const Tensor &a = c.tensor(0), &b = c.tensor(1);
   const DType dt = div_dtype(c);
@@ -742,19 +699,8 @@ std::vector<Tensor> remainder_kernel(const OpCall& c) {
   }
   return {binary_op(a, b, dt, dt, "remainder", [](auto x, auto y) {
     using T = decltype(x);
-    if constexpr (std::is_floating_point_v<T>) {
-      T mod = kernel_fmod(x, y);
-      if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) mod += y;
-      return mod;
-    } else if constexpr (std::is_same_v<T, bool>) {
-      return x;
-    } else if constexpr (std::is_signed_v<T>) {
-      if (y == T(-1)) return T(0);
-      T r = T(x % y);
-      return (r != 0 && ((r < 0) != (y < 0))) ? T(r + y) : r;
-    } else {
-      return T(x % y);
-    }
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else return python_remainder(x, y);
   })};
 }
 std::vector<Tensor> remainder_vjp(const VjpCall& v) {  // a - floor(a/b) b
@@ -765,24 +711,6 @@ std::vector<Tensor> remainder_vjp(const VjpCall& v) {  // a - floor(a/b) b
 }
 
 // ---------------------------------------------------------------- pow
-// Integer power by squaring with wrap-around; negative exponents give 0 except for bases 1 and -1.
-template <class T>
-T int_pow(T base, T exponent) {
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      if (base == 1) return T(1);
-      if (base == -1) return T(exponent % 2 != 0 ? -1 : 1);
-      return T(0);
-    }
-  }
-  uint64_t result = 1, b = uint64_t(int64_t(base));
-  for (uint64_t e = uint64_t(int64_t(exponent)); e != 0; e >>= 1) {
-    if (e & 1) result *= b;
-    b *= b;
-  }
-  return T(result);
-}
-
 // Scalar equality as c10::Scalar::equal: a bool never equals a number.
 bool scalar_is(const Scalar& s, double value) { return !s.is_bool() && s.to_double() == value; }
 
