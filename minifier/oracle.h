@@ -22,6 +22,7 @@
 #include "eager/philox.h"
 #include "minifier/reducer.h"
 #include "minifier/values.h"
+#include "repro/isolate.h"
 
 namespace kiln::minify {
 
@@ -54,15 +55,6 @@ class InputSource {
   const ValueStore& values_;
 };
 
-// Runs bodies[i]() in forked children, at most `jobs` at a time, each with the time limit. A child killed by
-// a signal reports kind Crash, one past the limit Hang (it is killed).
-struct ChildResult {
-  enum class Kind { Ok, Error, Crash, Hang } kind = Kind::Ok;
-  std::string payload;
-};
-std::vector<ChildResult> run_children(const std::vector<std::function<std::string()>>& bodies, int jobs,
-                                      double timeout_s);
-
 struct ForkOracleOptions {
   std::string backend;
   Target target;
@@ -85,7 +77,7 @@ class ForkOracle : public Oracle {
 
  private:
   std::string child_body(const graph::Graph& g, bool exact) const;
-  Verdict judge(const ChildResult& r) const;
+  Verdict judge(const IsolatedResult& r) const;
   const InputSource& src_;
   ForkOracleOptions opts_;
   bool random_graph_ = false;

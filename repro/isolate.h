@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -16,5 +17,8 @@ struct IsolatedResult {
 // A child killed by a signal is a Crash; one still running after `timeout_s` is killed and reported as a Hang.
 // The child computes on one thread (OpenMP and OpenBLAS thread pools do not survive fork()).
 IsolatedResult run_isolated(const std::function<std::string()>& body, double timeout_s);
+// The same for many bodies, at most `jobs` children at a time, each with its own time limit; results in order.
+std::vector<IsolatedResult> run_isolated_many(const std::vector<std::function<std::string()>>& bodies, int jobs,
+                                              double timeout_s);
 
 }  // namespace kiln
