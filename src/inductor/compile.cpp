@@ -120,6 +120,12 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) 
         ensure(b);
         ptrs.push_back(static_cast<char*>(bufs[size_t(b)].data_ptr()));
       }
+      for (const KernelLoop& l : k.loops) {  // codegen relies on it for streaming stores (codegen_llvm.cpp)
+        int b = lg.nodes[size_t(l.node)].buffer;
+        KILN_CHECK(!l.stream || reinterpret_cast<uintptr_t>(bufs[size_t(b)].data_ptr()) % runtime::kStreamAlignment == 0,
+                   "compiled graph {}: kernel {} streams into %{}, which is not {}-byte aligned (an internal error)",
+                   graph.name, k.name, lg.buffers[size_t(b)].name, runtime::kStreamAlignment);
+      }
       int32_t status = 0;
       runtime::KernelFn fn = kernels[size_t(st.index)];
       char** p = ptrs.data();

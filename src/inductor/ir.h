@@ -103,7 +103,10 @@ SExpr s_helper(const std::string& name, DType dt, std::vector<SExpr> args);
 SExpr s_wrap(SOp op, const SExpr& x);  // Trap / Invalid around x
 // x, after setting the kernel's status word to `code` unless an earlier error set it (a reported runtime error).
 SExpr s_fail(const SExpr& x, int64_t code);
-// Number of scalar nodes in the tree (loads count), for realise-or-inline decisions.
+// Estimated cost of evaluating the expression once per element, in simple vector ops (each shared node counted
+// once): a load or an add is 1, a division or square root 4, a libm call (exp, log, sin, tanh, erf, ...) or a
+// runtime helper kLibmCallCost. For realise-or-inline decisions.
+inline constexpr int kLibmCallCost = 24;
 int s_cost(const SExpr& e);
 // Buffers an expression loads, with the index of each load.
 void s_loads(const SExpr& e, std::vector<std::pair<int, Index>>& out);

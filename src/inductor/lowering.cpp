@@ -309,6 +309,10 @@ class Lowerer {
     if (is_output_[size_t(v)]) return realize(v, "graph output");
     int cost = lv.cost;  // an estimate: evaluating each body here would make long chains quadratic
     int nusers = int(users_[size_t(v)].size());
+    // A small body read by several nodes is evaluated once to weigh its ops: one libm call (softmax's
+    // exp(x - max), read by the sum and the division) outweighs a store and reloads, which stay in cache when
+    // the users fuse into the producer's kernel (the scheduler then keeps the buffer kernel-local).
+    if (nusers > 1 && cost <= kReuseInlineCost) cost = s_cost(lv.load(ix_vars(lv.sizes)));
     if (nusers > 1 && cost > kReuseInlineCost)
       return realize(v, fmt::format("read by {} nodes and costs {} scalar ops (> {}): a store and {} loads are "
                                     "cheaper than recomputing it in each", nusers, cost, kReuseInlineCost, nusers));

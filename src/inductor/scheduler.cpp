@@ -1,12 +1,14 @@
 // Kernel formation (fusion), memory planning and the loop IR printer. See scheduler.h.
 #include "inductor/scheduler.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "core/bisect.h"
 #include "core/log.h"
+#include "runtime/jit.h"
 
 namespace kiln::inductor {
 
@@ -181,7 +183,102 @@ struct Builder {
       kernel_of_buffer[size_t(n.buffer)] = int(out.kernels.size());
     }
     if (cur) finish(*cur);
+    localise_buffers();
+    choose_streaming_stores();
     plan_memory();
+  }
+
+  // For each buffer: the kernels whose loops load it, and whether anything else (an extern call, a graph
+  // output) reads it.
+  struct Readers {
+    std::vector<std::set<int>> kernels;
+    std::vector<bool> outside;
+  };
+  Readers readers() const {
+    Readers r{std::vector<std::set<int>>(lg.buffers.size()), std::vector<bool>(lg.buffers.size(), false)};
+    for (size_t k = 0; k < out.kernels.size(); ++k)
+      for (const KernelLoop& l : out.kernels[k].loops) {
+        std::vector<std::pair<int, Index>> loads;
+        s_loads(l.value, loads);
+        for (const auto& ld : loads)
+          if (ld.first >= 0) r.kernels[size_t(ld.first)].insert(int(k));
+      }
+    for (const LoopNode& n : lg.nodes)
+      for (const BufferView& v : n.extern_inputs)
+        if (v.buffer >= 0) r.outside[size_t(v.buffer)] = true;
+    for (const BufferView& v : lg.outputs)
+      if (v.buffer >= 0) r.outside[size_t(v.buffer)] = true;
+    return r;
+  }
+
+  // Kernel-local buffers (TorchInductor's remove_kernel_local_buffers, Halide's store_at): a pointwise result
+  // read only by later loops of its own kernel, each at the outer point that wrote it (the fusion rule), needs
+  // one row per thread, not the whole buffer: softmax's exp(x - max) is computed once per row into scratch
+  // that stays in L1/L2, then summed and divided, without a round trip through memory. Only when the outer nest
+  // is what the threads split (each call runs whole outer points) and the rows fit the per-kernel budget.
+  static constexpr int64_t kMaxLocalRowBytes = 128 << 10;
+  static constexpr int64_t kMaxLocalBytesPerKernel = 512 << 10;  // stack memory: well under any thread's stack
+  void localise_buffers() {
+    Readers r = readers();
+    for (size_t ki = 0; ki < out.kernels.size(); ++ki) {
+      Kernel& k = out.kernels[ki];
+      int64_t used = 0;
+      for (const KernelLoop& l : k.loops) {
+        const LoopNode& n = lg.nodes[size_t(l.node)];
+        const Buffer& buf = lg.buffers[size_t(n.buffer)];
+        if (n.kind != LoopNode::Kind::Pointwise || buf.kind != Buffer::Kind::Intermediate || buf.is_output) continue;
+        const std::set<int>& kr = r.kernels[size_t(n.buffer)];
+        if (r.outside[size_t(n.buffer)] || kr.empty() || kr.size() != 1 || *kr.begin() != int(ki)) continue;
+        std::string why;
+        if (k.outer.empty() || k.parallel_loop != -1)
+          why = "the kernel has no outer loop split across threads";
+        int64_t row_bytes = shape_numel(Shape(n.sizes.begin() + int64_t(k.outer.size()), n.sizes.end())) * dtype_size(buf.dtype);
+        if (why.empty() && row_bytes > kMaxLocalRowBytes)
+          why = fmt::format("a row is {} bytes (> {})", row_bytes, kMaxLocalRowBytes);
+        if (why.empty() && used + row_bytes > kMaxLocalBytesPerKernel)
+          why = fmt::format("the kernel's scratch would exceed {} bytes", kMaxLocalBytesPerKernel);
+        if (why.empty() && !should_run("inductor", "localise", [&] { return fmt::format("{} in {}", n.origin, k.name); }))
+          why = "refused by the bisection hook";
+        if (!why.empty()) {
+          decide(fmt::format("keep {} in memory: read only inside {}, but {}", n.origin, k.name, why));
+          continue;
+        }
+        used += row_bytes;
+        k.local_buffers.push_back(n.buffer);
+        decide(fmt::format("{}: {} is kernel-local (read only inside the kernel at the outer point that wrote it): "
+                           "a {}-byte scratch row per thread instead of {} bytes in memory", k.name, n.origin,
+                           row_bytes, buf.nbytes()));
+      }
+    }
+  }
+
+  // Streaming (non-temporal) stores write a buffer without first reading its cache lines and without evicting
+  // what the kernel reads: for a buffer larger than half the last-level cache, which would not stay in cache
+  // for its next reader anyway, they save a third of the traffic of a streaming kernel (read a, read b, write c
+  // moves 3 lines, not 4). Not for buffers the same kernel reads back.
+  void choose_streaming_stores() {
+    const int64_t threshold = runtime::last_level_cache_bytes() / 2;
+    for (Kernel& k : out.kernels) {
+      for (size_t i = 0; i < k.loops.size(); ++i) {
+        const LoopNode& n = lg.nodes[size_t(k.loops[i].node)];
+        if (n.kind != LoopNode::Kind::Pointwise) continue;
+        const Buffer& buf = lg.buffers[size_t(n.buffer)];
+        if (buf.nbytes() < threshold ||
+            std::find(k.local_buffers.begin(), k.local_buffers.end(), n.buffer) != k.local_buffers.end())
+          continue;
+        bool read_back = false;
+        for (size_t j = i + 1; j < k.loops.size() && !read_back; ++j) {
+          std::vector<std::pair<int, Index>> loads;
+          s_loads(k.loops[j].value, loads);
+          for (const auto& ld : loads) read_back = read_back || ld.first == n.buffer;
+        }
+        if (read_back) continue;
+        if (!should_run("inductor", "stream", [&] { return fmt::format("{} in {}", n.origin, k.name); })) continue;
+        k.loops[i].stream = true;
+        decide(fmt::format("{}: stream the stores of {} ({} bytes >= half the last-level cache, {} bytes; not read "
+                           "back in this kernel)", k.name, n.origin, buf.nbytes(), threshold * 2));
+      }
+    }
   }
 
   // Frees each intermediate buffer after the last step that reads or writes it.
@@ -205,6 +302,8 @@ struct Builder {
         for (int b : n.extern_outputs) touch(b);
       }
     }
+    for (const Kernel& k : out.kernels)
+      for (int b : k.local_buffers) last[size_t(b)] = -1;  // never allocated
     for (size_t b = 0; b < lg.buffers.size(); ++b) {
       const Buffer& buf = lg.buffers[b];
       if (buf.kind == Buffer::Kind::Intermediate && !buf.is_output && last[b] >= 0)
@@ -222,11 +321,15 @@ struct Printer {
   std::vector<int> args;
   std::unordered_map<const SNode*, int> ids;
   std::string body;
+  std::vector<int> locals;                              // kernel-local buffers, printed l0, l1, ...
 
-  int slot(int b) {
+  // A buffer's name in the kernel text: bN for the N-th argument, lN for the N-th kernel-local scratch row.
+  std::string buffer(int b) {
+    auto local = std::find(locals.begin(), locals.end(), b);
+    if (local != locals.end()) return fmt::format("l{}", local - locals.begin());
     auto [it, inserted] = buffer_slot.emplace(b, int(args.size()));
     if (inserted) args.push_back(b);
-    return it->second;
+    return fmt::format("b{}", it->second);
   }
   void name_vars(const std::vector<Index>& vars, const char* prefix) {
     int i = 0;
@@ -264,7 +367,7 @@ struct Printer {
       case SOp::Const:
         rhs = is_floating(e->dtype) ? fmt::format("{}", e->fvalue) : fmt::format("{}", e->ivalue);
         break;
-      case SOp::Load: rhs = fmt::format("load b{}[{}]", slot(e->buffer), index(e->index)); break;
+      case SOp::Load: rhs = fmt::format("load {}[{}]", buffer(e->buffer), index(e->index)); break;
       case SOp::IndexValue: rhs = fmt::format("index {}", index(e->index)); break;
       case SOp::Helper: rhs = fmt::format("{}({})", e->helper, fmt::join(a, ", ")); break;
       // Parameters beyond the operands are part of the text, which is the kernel cache key.
@@ -288,7 +391,7 @@ Schedule schedule_graph(const LoweredGraph& lg, bool fuse, const InjectSpec& inj
 }
 
 std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<int>* args) {
-  Printer p{lg, {}, {}, {}, {}, {}};
+  Printer p{lg, {}, {}, {}, {}, {}, k.local_buffers};
   p.name_vars(k.outer_vars, "o");
   std::string text = fmt::format("kernel outer={} parallel={}:{}\n", shape_str(k.outer), k.parallel_loop, k.parallel_dim);
   int li = 0;
@@ -308,12 +411,13 @@ std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<in
       if (f->args.size() == 2 && f->args[1]->op == SOp::Const) fin += fmt::format("({})", f->args[1]->fvalue);
     }
     const Buffer& out = lg.buffers[size_t(n.buffer)];
-    int slot = p.slot(n.buffer);
+    std::string dest = p.buffer(n.buffer);
     if (n.kind == LoopNode::Kind::Reduction)
-      text += fmt::format("  loop {}: reduce {} over {} -> b{}: {}{}{}\n", li, reduce_op_name(n.reduce), shape_str(n.rsizes),
-                          slot, dtype_name(out.dtype), shape_str(n.sizes), fin);
+      text += fmt::format("  loop {}: reduce {} over {} -> {}: {}{}{}\n", li, reduce_op_name(n.reduce), shape_str(n.rsizes),
+                          dest, dtype_name(out.dtype), shape_str(n.sizes), fin);
     else
-      text += fmt::format("  loop {}: pointwise {} -> b{}: {}\n", li, shape_str(n.sizes), slot, dtype_name(out.dtype));
+      text += fmt::format("  loop {}: pointwise {} -> {}: {}{}\n", li, shape_str(n.sizes), dest, dtype_name(out.dtype),
+                          l.stream ? " stream" : "");
     text += p.body + fmt::format("      store {}\n", v);
     ++li;
   }
@@ -321,6 +425,10 @@ std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<in
   for (size_t i = 0; i < p.args.size(); ++i) {
     const Buffer& b = lg.buffers[size_t(p.args[i])];
     header += fmt::format("  b{}: {}{}\n", i, dtype_name(b.dtype), shape_str(b.sizes));
+  }
+  for (size_t i = 0; i < k.local_buffers.size(); ++i) {
+    const Buffer& b = lg.buffers[size_t(k.local_buffers[i])];
+    header += fmt::format("  l{}: {}{} kernel-local\n", i, dtype_name(b.dtype), shape_str(b.sizes));
   }
   if (args) *args = p.args;
   return text + header;

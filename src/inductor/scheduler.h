@@ -4,7 +4,9 @@
 // joins the kernel being built when its iteration space starts with the kernel's outer dims and everything it
 // reads from that kernel was written for the same outer point (vertical fusion: a reduction's result is then
 // read from a register; horizontal fusion: independent nodes over the same space share the outer loop).
-// Every refusal records why (KILN_LOGS=fusion). Memory planning frees each intermediate after its last use and
+// Every refusal records why (KILN_LOGS=fusion). Then two placement passes, each decision logged with its
+// reason: intermediates used only inside their kernel become kernel-local scratch rows, and large outputs the
+// kernel does not read back get streaming stores. Memory planning frees each intermediate after its last use and
 // reuses freed blocks of the same size.
 #pragma once
 #include <string>
@@ -18,6 +20,9 @@ struct KernelLoop {
   int node = -1;                  // index into LoweredGraph::nodes
   std::vector<Index> idx, ridx;   // the node's index variables (idx starts with the kernel's outer variables)
   SExpr value;                    // the body at (idx, ridx)
+  // Pointwise: the buffer is written with streaming (non-temporal) stores that bypass the caches: it is larger
+  // than half the last-level cache and this kernel does not read it back (choose_streaming_stores).
+  bool stream = false;
 };
 
 struct Kernel {
@@ -29,6 +34,9 @@ struct Kernel {
   int parallel_loop = -1;
   int parallel_dim = -1;          // -1: the kernel runs on one thread
   int64_t parallel_extent = 1;
+  // Intermediates written and read only by this kernel, each read at the outer point that wrote it: they live
+  // in a per-thread scratch row (stack memory, in cache) instead of a buffer in memory (localise_buffers).
+  std::vector<int> local_buffers;
 };
 
 struct Step {

@@ -5,6 +5,8 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/Transforms/Utils/Local.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -15,10 +17,12 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -84,7 +88,54 @@ void evict(const fs::path& dir) {
   }
 }
 
+// Makes the vector stores through pointers tagged kStreamMetadata non-temporal where their alignment is proven
+// to cover the vector (codegen peels the loop so it is; the known bits come from the pointer's !align and the
+// loop's start). After vectorisation because the vectoriser refuses to widen nontemporal scalar stores whose
+// alignment it cannot prove. Returns how many stores it marked.
+int mark_streaming_stores(llvm::Module& m) {
+  llvm::LLVMContext& ctx = m.getContext();
+  const unsigned kind = ctx.getMDKindID(kStreamMetadata);
+  const llvm::DataLayout& dl = m.getDataLayout();
+  llvm::MDNode* nontemporal =
+      llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), 1))});
+  int marked = 0;
+  for (llvm::Function& f : m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb) {
+        auto* st = llvm::dyn_cast<llvm::StoreInst>(&i);
+        if (!st || !st->getValueOperand()->getType()->isVectorTy()) continue;
+        auto* base = llvm::dyn_cast<llvm::Instruction>(llvm::getUnderlyingObject(st->getPointerOperand()));
+        if (!base || !base->getMetadata(kind)) continue;
+        uint64_t bytes = dl.getTypeStoreSize(st->getValueOperand()->getType());
+        llvm::Align known = llvm::getKnownAlignment(st->getPointerOperand(), dl, st);
+        if (known.value() < bytes) continue;
+        st->setAlignment(std::max(st->getAlign(), known));
+        st->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+        ++marked;
+      }
+  return marked;
+}
+
 }  // namespace
+
+int64_t last_level_cache_bytes() {
+  static const int64_t bytes = [] {
+    int64_t best = 0;
+    for (int i = 0; i < 8; ++i) {
+      std::ifstream in(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i));
+      std::string text;
+      if (!(in >> text) || text.empty()) continue;
+      int64_t v = std::atoll(text.c_str());
+      char unit = text.back();
+      if (unit == 'K') v <<= 10;
+      else if (unit == 'M') v <<= 20;
+      else if (unit == 'G') v <<= 30;
+      best = std::max(best, v);
+    }
+    return best > 0 ? best : int64_t(32) << 20;
+  }();
+  return bytes;
+}
 
 struct KernelJit::Impl {
   std::mutex mutex;
@@ -120,12 +171,38 @@ struct KernelJit::Impl {
     if (auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", jit->getDataLayout().getGlobalPrefix())) {
       main.addGenerator(std::move(*mvec));
       vector_math = true;
+      if (void* handle = ::dlopen("libmvec.so.1", RTLD_LAZY | RTLD_NOLOAD)) add_vector_math_variants(handle);
       target += " libmvec";  // part of the kernel cache key: the code calls it
     } else {
       llvm::consumeError(mvec.takeError());
     }
   }
   bool vector_math = false;
+  std::vector<llvm::VecDesc> extra_vector_math;
+
+  // LLVM 19's libmvec table maps only sin, cos, tan, exp, log and pow; glibc's libmvec has AVX2 variants of
+  // the other functions kernels call (tanh, erf, sinh, cosh, asin, acos, atan, atan2, expm1, log1p, log2,
+  // exp2), so without these entries a tanh or a GELU ran one scalar call per lane. Added for each one the
+  // library exports, when the host has AVX2 (the variants' ISA).
+  void add_vector_math_variants(void* libmvec) {
+    if (tm->getTargetFeatureString().find("+avx2") == llvm::StringRef::npos) return;
+    static const char* const kUnary[] = {"tanh", "erf", "sinh", "cosh", "asin", "acos", "atan",
+                                         "expm1", "log1p", "log2", "exp2"};
+    static std::deque<std::string> names;  // VecDesc keeps StringRefs: stable strings that live as long as the process
+    auto add = [&](const std::string& scalar, const std::string& vector, unsigned lanes, const char* abi) {
+      if (!::dlsym(libmvec, vector.c_str())) return;
+      names.push_back(scalar);
+      llvm::StringRef s = names.back();
+      names.push_back(vector);
+      extra_vector_math.emplace_back(s, names.back(), llvm::ElementCount::getFixed(lanes), false, abi);
+    };
+    for (const char* f : kUnary) {
+      add(std::string(f) + "f", fmt::format("_ZGVdN8v_{}f", f), 8, "_ZGV_LLVM_N8v");
+      add(f, fmt::format("_ZGVdN4v_{}", f), 4, "_ZGV_LLVM_N4v");
+    }
+    add("atan2f", "_ZGVdN8vv_atan2f", 8, "_ZGV_LLVM_N8vv");
+    add("atan2", "_ZGVdN4vv_atan2", 4, "_ZGV_LLVM_N4vv");
+  }
 
   void optimize(llvm::Module& m) {
     llvm::LoopAnalysisManager lam;
@@ -140,7 +217,10 @@ struct KernelJit::Impl {
     pto.LoopInterleaving = false;
     llvm::PassBuilder pb(tm.get(), pto);
     llvm::TargetLibraryInfoImpl tlii(tm->getTargetTriple());
-    if (vector_math) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm->getTargetTriple());
+    if (vector_math) {
+      tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm->getTargetTriple());
+      tlii.addVectorizableFunctions(extra_vector_math);
+    }
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
@@ -259,6 +339,10 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   if (ir_out) print_ir(*module);
   auto t1 = std::chrono::steady_clock::now();
   im.optimize(*module);
+  if (int streamed = mark_streaming_stores(*module)) {
+    im.stats.streaming_stores += streamed;
+    KILN_LOG(LogChannel::Cache, "{}: {} streaming (non-temporal) vector stores", symbol, streamed);
+  }
   auto t2 = std::chrono::steady_clock::now();
   std::string object = im.emit_object(*module);
   auto t3 = std::chrono::steady_clock::now();

@@ -22,10 +22,11 @@ namespace kiln::runtime {
 using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* status);
 
 // Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
-inline constexpr int kCodegenVersion = 9;
+inline constexpr int kCodegenVersion = 10;
 
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
+  int64_t streaming_stores = 0;  // vector stores made non-temporal in the kernels compiled
   double compile_ms = 0;  // time spent building, optimising and compiling kernels
 };
 
@@ -56,6 +57,16 @@ class KernelJit {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Streaming stores: codegen tags the load of a streamed buffer's pointer with this metadata kind (and
+// !align kStreamAlignment); after vectorisation the JIT makes the provably aligned vector stores through it
+// non-temporal.
+inline constexpr const char* kStreamMetadata = "kiln.stream";
+inline constexpr int64_t kStreamAlignment = 64;
+
+// Size of the host's largest (last-level) data cache in bytes, read once from sysfs (32 MB when unknown):
+// the scheduler streams stores to buffers that would not stay in it anyway.
+int64_t last_level_cache_bytes();
 
 // The status word kernels report errors through (one per run; 0 = ok).
 // Codes from kStatusInjectedBase up name the KILN_INJECT entry whose runtime_error fired (base + its index).
