@@ -410,7 +410,7 @@ class Emitter {
     return eb.CreateAlloca(t);
   }
 
-  void emit_pointwise(const KernelLoop& l, int parallel) {
+  void emit_pointwise(const KernelLoop& l, int parallel, bool prefetch) {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     std::vector<Index> inner(l.idx.begin() + int64_t(k_.outer_vars.size()), l.idx.end());
     Shape inner_sizes(n.sizes.begin() + int64_t(k_.outer.size()), n.sizes.end());
@@ -420,45 +420,50 @@ class Emitter {
       store(n.buffer, at, value(l.value), l.value->dtype);
     };
     const size_t last = innermost(inner);
-    if (l.stream && last < inner.size() && ix_coefficient(at, inner[last]) == 1) {
-      Index row_start = ix_add(at, ix_scale(inner[last], -1));
-      if (!ix_depends_on(row_start, inner[last])) {
-        nest(inner, inner_sizes, 0, parallel, [&] { streamed_loop(inner[last], row_start, int(last) == parallel, inner_sizes[last], n.buffer, body); }, last);
-        memo_.clear();
+    if (last == inner.size()) {  // a single point per outer point
+      nest(inner, inner_sizes, 0, parallel, body);
+      memo_.clear();
+      return;
+    }
+    const std::string& key = inner[last].terms[0].first->key;
+    const bool par = int(last) == parallel;
+    const int64_t line = std::max<int64_t>(1, 64 / dtype_size(lg_.buffers[size_t(n.buffer)].dtype));
+    Index row_start = ix_add(at, ix_scale(inner[last], -1));
+    const bool stream = l.stream && ix_coefficient(at, inner[last]) == 1 && !ix_depends_on(row_start, inner[last]);
+    nest(inner, inner_sizes, 0, parallel, [&] {
+      Value* lo = par ? begin_ : c64(0);
+      Value* hi = par ? end_ : c64(inner_sizes[last]);
+      if (!stream) {
+        innermost_loop(lo, hi, c64(0), line, prefetch, [&](Value* x) {
+          vars_[key] = x;
+          body();
+        });
         return;
       }
-    }
-    nest(inner, inner_sizes, 0, parallel, body);
-    memo_.clear();
-  }
-
-  // The innermost loop of a streamed store, x in [lo, hi) writing element row_start + x: split where the
-  // address reaches a 64-byte boundary, so the second part runs over the element index L = row_start + x
-  // from a multiple of the cache line. The vectoriser's stores there are provably aligned, which the JIT's
-  // streaming-store pass needs (runtime/jit.cpp) to make them non-temporal.
-  void streamed_loop(const Index& x, const Index& row_start, bool parallel, int64_t extent, int buffer,
-                     const std::function<void()>& body) {
-    const std::string& key = x.terms[0].first->key;
-    Value* lo = parallel ? begin_ : c64(0);
-    Value* hi = parallel ? end_ : c64(extent);
-    Value* c = index(row_start);
-    const int64_t line = std::max<int64_t>(1, 64 / dtype_size(lg_.buffers[size_t(buffer)].dtype));
-    Value* aligned = b_.CreateAnd(b_.CreateAdd(c, b_.CreateAdd(lo, c64(line - 1))), c64(-line));
-    Value* mid = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hi, b_.CreateSub(aligned, c));
-    loop(lo, mid, [&](Value* iv) {
-      vars_[key] = iv;
-      body();
-    });
-    Value* stop = b_.CreateAdd(c, hi);
-    if (next_row_reads_.empty()) {
-      loop(aligned, stop, [&](Value* linear) {
+      // A streamed store: split where the output address reaches a 64-byte boundary; the second part runs over
+      // the element index L = row_start + x from a multiple of the cache line, so the vectoriser's stores are
+      // provably aligned, which the JIT's streaming-store pass needs (runtime/jit.cpp) to make them
+      // non-temporal.
+      Value* c = index(row_start);
+      Value* aligned = b_.CreateAnd(b_.CreateAdd(c, b_.CreateAdd(lo, c64(line - 1))), c64(-line));
+      loop(lo, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hi, b_.CreateSub(aligned, c)), [&](Value* x) {
+        vars_[key] = x;
+        body();
+      });
+      innermost_loop(aligned, b_.CreateAdd(c, hi), c, line, prefetch, [&](Value* linear) {
         vars_[key] = b_.CreateSub(linear, c);
         body();
       });
-      return;
-    }
-    // One cache line per step: prefetch the line the first loop will read at the next outer point, then the
-    // line's elements (a short loop the vectoriser widens). The next row then arrives while this one computes.
+    }, last);
+    memo_.clear();
+  }
+
+  // for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With `prefetch`, one cache line
+  // (`line` elements) per outer step: first prefetch the lines the kernel's first loop will read at the next
+  // outer point (x = i - x_offset there), then run the line's elements (a short loop the vectoriser widens).
+  void innermost_loop(Value* lo, Value* hi, Value* x_offset, int64_t line, bool prefetch,
+                      const std::function<void(Value*)>& body) {
+    if (!prefetch) return loop(lo, hi, body);
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "lines", fn_);
     auto* inner = llvm::BasicBlock::Create(ctx_, "line", fn_);
@@ -466,10 +471,10 @@ class Emitter {
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode* line_start = b_.CreatePHI(i64(), 2);
-    line_start->addIncoming(aligned, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(line_start, stop), inner, exit);
+    line_start->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(line_start, hi), inner, exit);
     b_.SetInsertPoint(inner);
-    Value* x_at_line = b_.CreateSub(line_start, c);
+    Value* x_at_line = b_.CreateSub(line_start, x_offset);
     for (const RowRead& r : next_row_reads_) {
       vars_[r.var_key] = x_at_line;
       Value* at = b_.CreateAdd(index(r.index), c64(r.next_row));
@@ -478,20 +483,18 @@ class Emitter {
       // llvm.prefetch(address, read, locality 2 = into L2: the row must not evict what this loop reads, cache 1 = data)
       b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()}, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
     }
-    Value* line_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(line_start, c64(line)), stop);
-    loop(line_start, line_end, [&](Value* linear) {
-      vars_[key] = b_.CreateSub(linear, c);
-      body();
-    });
+    Value* line_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(line_start, c64(line)), hi);
+    loop(line_start, line_end, body);
     line_start->addIncoming(b_.CreateAdd(line_start, c64(line), "", true, true), b_.GetInsertBlock());
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
   }
 
   // Rows the kernel's first loop reads from memory, one element per step of its only loop variable: the
-  // streamed loop prefetches their next-outer-point lines. Only for kernels of several loops over an outer
-  // nest (layer norm, softmax): the first loop's reads go to memory, the later loops compute from cache, and
-  // without prefetching the memory sits idle while they do.
+  // kernel's most expensive later pointwise loop (prefetch_loop_) prefetches their next-outer-point lines.
+  // Only for kernels of several loops over an outer nest (layer norm, softmax): the first loop's reads go to
+  // memory, the later loops compute from cache, and without prefetching the memory sits idle while they do;
+  // the most expensive loop (softmax's exp, not its division) gives the lines the most time to arrive.
   struct RowRead {
     int buffer;
     Index index;          // the first loop's load index
@@ -499,6 +502,7 @@ class Emitter {
     int64_t next_row;     // elements from a row to the next outer point's row
   };
   std::vector<RowRead> next_row_reads_;
+  int prefetch_loop_ = -1;
 
   void find_next_row_reads() {
     size_t o = innermost(k_.outer_vars);
@@ -520,6 +524,16 @@ class Emitter {
       int64_t step = ix_coefficient(ix, k_.outer_vars[o]);
       if (ix_coefficient(ix, v) != 1 || step == 0) continue;
       next_row_reads_.push_back({b, ix, v.terms[0].first->key, step});
+    }
+    if (next_row_reads_.empty()) return;
+    int best_cost = -1;
+    for (size_t i = 1; i < k_.loops.size(); ++i) {
+      const LoopNode& n = lg_.nodes[size_t(k_.loops[i].node)];
+      int cost = s_cost(k_.loops[i].value);
+      if (n.kind == LoopNode::Kind::Pointwise && cost > best_cost) {
+        best_cost = cost;
+        prefetch_loop_ = int(i);
+      }
     }
   }
 
@@ -676,7 +690,7 @@ void Emitter::emit(const std::string& symbol) {
         emit_reduction(l);
       } else {
         int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
-        emit_pointwise(l, par);
+        emit_pointwise(l, par, int(i) == prefetch_loop_);
       }
     }
   });
