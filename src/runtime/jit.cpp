@@ -22,8 +22,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -174,7 +174,8 @@ struct KernelJit::Impl {
       main.addGenerator(std::move(*mvec));
       vector_math = true;
       if (void* handle = ::dlopen("libmvec.so.1", RTLD_LAZY | RTLD_NOLOAD)) add_vector_math_variants(handle);
-      target += " libmvec";  // part of the kernel cache key: the code calls it
+      // Part of the kernel cache key: the code calls it (and which variants it found: another glibc may lack some).
+      target += fmt::format(" libmvec+{}", extra_vector_math.size());
     } else {
       llvm::consumeError(mvec.takeError());
     }
