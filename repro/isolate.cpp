@@ -111,7 +111,8 @@ IsolatedResult finish(Child& c, double timeout_s) {
 }
 
 // Waits (up to 1 s) for output from the running children, reads it, and marks those at their pipe's end or
-// past their deadline.
+// past their deadline. A child with output waiting is read, not killed, even past its deadline: its result
+// may have come in time while nobody was reading (run_isolated_beside).
 void poll_children(std::vector<Child>& running) {
   std::vector<pollfd> fds;
   for (const Child& c : running) fds.push_back({c.fd, POLLIN, 0});
@@ -129,8 +130,9 @@ void poll_children(std::vector<Child>& running) {
       ssize_t n = ::read(c.fd, buf, sizeof buf);
       if (n <= 0) c.eof = true;
       else c.out.append(buf, size_t(n));
+    } else if (now >= c.deadline) {
+      c.hung = true;
     }
-    if (!c.eof && now >= c.deadline) c.hung = true;
   }
 }
 

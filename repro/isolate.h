@@ -23,8 +23,8 @@ std::vector<IsolatedResult> run_isolated_many(const std::vector<std::function<st
                                               double timeout_s);
 // run_isolated, with `beside` running in this process while the child runs (so the two overlap on a
 // machine with a second core); returns when both are done. The child's time limit counts from its start; one
-// that passes it while `beside` runs is killed once `beside` returns. An exception from `beside` propagates
-// after the child was killed and reaped.
+// still without a result when it passes (while `beside` runs) is killed once `beside` returns. An exception
+// from `beside` propagates after the child was killed and reaped.
 IsolatedResult run_isolated_beside(const std::function<std::string()>& body, double timeout_s,
                                    const std::function<void()>& beside);
 
