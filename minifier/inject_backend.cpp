@@ -28,9 +28,8 @@ std::map<OpId, std::string> injected() {
   return out;
 }
 
-std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor>& inputs) {
-  std::map<OpId, std::string> faults = injected();
-  if (faults.empty()) return graph::run_graph(g, inputs);
+// The backend's "compilation": a compile_error fault fires here, before anything runs.
+void compile_injected(const graph::Graph& g, const std::map<OpId, std::string>& faults) {
   for (const graph::Node& n : g.nodes()) {
     if (n.kind != graph::NodeKind::Op) continue;
     auto it = faults.find(n.op);
@@ -39,6 +38,12 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
                                      "(KILN_INJECT={}:compile_error)", n.info().name, g.value(n.outputs[0]).name,
                                      n.info().name));
   }
+}
+
+std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  std::map<OpId, std::string> faults = injected();
+  if (faults.empty()) return graph::run_graph(g, inputs);
+  compile_injected(g, faults);
   graph::InterpretOptions o;
   o.on_value = [&](graph::ValueId id, const Tensor& t) {
     int p = g.value(id).producer;
@@ -58,6 +63,9 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
 
 }  // namespace
 
-void register_inject_test_backend() { register_backend(kInjectTestBackend, run_injected); }
+void register_inject_test_backend() {
+  register_backend(kInjectTestBackend, run_injected);
+  register_backend_compiler(kInjectTestBackend, [](const graph::Graph& g) { compile_injected(g, injected()); });
+}
 
 }  // namespace kiln::minify

@@ -2,6 +2,7 @@
 // repro (see minifier.h).
 #include "minifier/minifier.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -85,6 +86,13 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
 
 namespace {
 
+// A fresh, empty directory under `parent` (empty: the system temp directory).
+fs::path make_temp_dir(const std::string& parent) {
+  std::string tmpl = ((parent.empty() ? fs::temp_directory_path() : fs::path(parent)) / "kiln-minify-XXXXXX").string();
+  KILN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "cannot create a temporary directory {}: {}", tmpl, strerror(errno));
+  return tmpl;
+}
+
 std::string state_path(const std::string& output) { return output + ".state.json"; }
 
 void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, bool done) {
@@ -109,27 +117,6 @@ void print_progress(const ReduceStats& s, bool final_line) {
   std::fflush(stderr);
 }
 
-}  // namespace
-
-// Runs the original graph once on the backend in a child with a generous time limit, ignoring the outcome.
-// A compiling backend caches its kernels on disk (shared between processes), so the probe and the candidates
-// that follow find them there instead of compiling for most of their time limit and being judged as hangs
-// (a cold 10000-node graph needs about 15 s of LLVM before it runs). The child is forked, so a crash in the
-// backend cannot end the run.
-namespace {
-void warm_backend(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts) {
-  const BackendFn& run = find_backend(opts.backend);
-  run_isolated([&] {
-    try {
-      std::vector<Tensor> copies;
-      NoGradGuard no_grad;
-      for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
-      run(g, copies);
-    } catch (const Error&) {
-    }
-    return std::string();
-  }, std::max(120.0, 10 * opts.timeout_s));
-}
 }  // namespace
 
 MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts_in) {
@@ -193,14 +180,34 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
     start.move = "checkpoint";
     resumed = true;
   } else {
-    // The recorded values are the original's exact fp64 reference (and recording proved the reference
-    // runs), so the quick test classifies the original exactly without a second reference run.
-    record_reference(g, inputs, seed_state, store);
-    recorded = true;
-    warm_backend(g, inputs, opts);
+    // Before probing, the original runs once on the backend in a child with a generous time limit (120 s, or
+    // 10x the candidates' limit). A compiling backend caches its kernels on disk (shared between processes),
+    // so the probe and the candidates that follow find them there instead of compiling for most of their
+    // time limit and being judged as hangs (a cold 10000-node graph needs about 15 s of LLVM before it
+    // runs). The child is forked, so a crash in the backend cannot end the run. It runs while this process
+    // records the reference values (the two overlap on a second core), and it is forked before them, while
+    // this process is small.
     fo.target.failure = {"accuracy", ""};  // classify everything, comparing outputs when the run succeeds
     ForkOracle probe(src, fo);
-    res.original = probe.test(Candidate{g, "original"}).observed;
+    const fs::path warm_outputs = make_temp_dir(opts.spill_dir);
+    struct RemoveDir { fs::path p; ~RemoveDir() { std::error_code ec; fs::remove_all(p, ec); } } remove_warm{warm_outputs};
+    IsolatedResult warm = run_isolated_beside([&] { return probe.original_backend_body(warm_outputs.string()); },
+                                              std::max(120.0, 10 * opts.timeout_s),
+                                              [&] { record_reference(g, inputs, seed_state, store); });
+    recorded = true;
+    // The warm-up run already classifies the original the way the probe would (the same run from the same
+    // inputs; a run that ended judged against the recorded reference exactly as test() judges it) when it
+    // finished within the candidates' limit: a slower one might have been a hang, and the probe tells. The
+    // recorded values are the original's exact fp64 reference (and recording proved the reference runs), so
+    // the quick test classifies the original exactly without a second reference run.
+    std::optional<Verdict> classified;
+    if (warm.seconds <= opts.timeout_s) {
+      if (warm.kind == IsolatedResult::Kind::Crash) classified = probe.judge(warm);
+      if (warm.kind == IsolatedResult::Kind::Ok)
+        classified = warm.payload.rfind("ran\n", 0) == 0 ? probe.judge_original_outputs(warm.payload, warm_outputs.string())
+                                                          : probe.judge(warm);
+    }
+    res.original = classified ? classified->observed : probe.test(Candidate{g, "original"}).observed;
     const std::string& k = res.original.kind;
     KILN_CHECK(k != "invalid", "the fp64 reference run of this graph fails, so it cannot show a backend bug: {}",
                res.original.message);

@@ -1,10 +1,13 @@
 // kiln's minifier (issue 5, docs/minifier.md): shrinks a graph that fails on a backend to a minimal graph
 // that fails the same way, and writes it as a repro file that `kiln repro run` reproduces.
 //
-//   1. Classify the original graph on the backend in a forked child (exactly, with its fp64 reference). It
-//      must fail ("does not fail ... nothing to minify" otherwise); with accuracy=true the failure must be an
-//      accuracy failure. That failure is the target (oracle.h: same-failure rules).
-//   2. Record every value of one fp64 reference run (values.h), within the memory budget, spilling beyond.
+//   1. Record every value of one fp64 reference run (values.h), within the memory budget, spilling beyond;
+//      meanwhile a forked child runs the original on the backend once with a generous time limit (filling a
+//      compiling backend's kernel cache).
+//   2. Classify the original graph on the backend in a forked child, against its fp64 reference (the warm-up
+//      run already classifies an original that fails with an error or a crash). It must fail ("does not
+//      fail ... nothing to minify" otherwise); with accuracy=true the failure must be an accuracy failure.
+//      That failure is the target (oracle.h: same-failure rules).
 //   3. Reduce (reducer.h) with a ForkOracle. After every accepted step the smallest failing graph so far is
 //      written to the checkpoint (a repro file, its inputs as .npy beside it, and a small state file), so an
 //      interrupted run loses nothing and `resume` continues from it: the reduction depends only on the current

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/npy.h"
 #include "graph/compare.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
@@ -62,9 +63,76 @@ ForkOracle::ForkOracle(const InputSource& src, ForkOracleOptions opts) : src_(sr
   if (random_graph_) opts_.reuse_reference = false;
 }
 
+std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                                   const BackendCompileFn* compile_only,
+                                                   std::vector<Tensor>& outs) const {
+  default_generator() = opts_.seed_state;
+  try {
+    if (compile_only) (*compile_only)(g);
+    else outs = find_backend(opts_.backend)(g, inputs);
+  } catch (const CompileError& e) {
+    return std::string("compile_error\n") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("runtime_error\n") + e.what();
+  }
+  return std::nullopt;
+}
+
+std::string ForkOracle::original_backend_body(const std::string& outputs_dir) const {
+  const graph::Graph& g = src_.original();
+  std::vector<Tensor> outs;
+  if (std::optional<std::string> error = run_backend(g, src_.inputs_of(g), nullptr, outs)) return *error;
+  // Outputs beyond kMaxOutputBytes stay unwritten (a probe compares them in memory instead of a disk round trip).
+  constexpr int64_t kMaxOutputBytes = int64_t(64) << 20;
+  int64_t bytes = 0;
+  for (const Tensor& t : outs) bytes += t.numel() * int64_t(dtype_size(t.dtype()));
+  if (bytes > kMaxOutputBytes) return "ran\n";
+  for (size_t i = 0; i < outs.size(); ++i) write_npy(fmt::format("{}/{}.npy", outputs_dir, i), outs[i]);
+  return fmt::format("ran\n{}", outs.size());
+}
+
+std::optional<Verdict> ForkOracle::judge_original_outputs(const std::string& said, const std::string& outputs_dir) const {
+  const graph::Graph& g = src_.original();
+  if (said.rfind("ran\n", 0) != 0 || said.size() == 4) return std::nullopt;  // no outputs written
+  try {
+    size_t n = std::stoul(said.substr(4));
+    std::vector<Tensor> outs, reference;
+    for (size_t i = 0; i < n; ++i) {
+      // bf16 travels as raw '<u2' bits (npy.h): read it back as what the graph says the output is.
+      std::optional<DType> as;
+      if (i < g.outputs().size() && g.value(g.outputs()[i]).meta.dtype == DType::BF16) as = DType::BF16;
+      outs.push_back(read_npy(fmt::format("{}/{}.npy", outputs_dir, i), as));
+    }
+    for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
+    IsolatedResult r;
+    r.payload = compare_outputs_text(outs, reference);
+    return judge(r);
+  } catch (const std::exception&) {  // not all there (a dtype npy cannot hold, ...): the probe tells
+    return std::nullopt;
+  }
+}
+
+std::string ForkOracle::compare_outputs_text(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const {
+  if (outs.size() != reference.size()) return fmt::format("accuracy\nthe backend returned {} outputs, the graph has {}", outs.size(), reference.size());
+  std::vector<Tensor> expected;
+  for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
+  CompareOptions co;
+  co.tol = opts_.tolerance;
+  co.ignore_non_float = !opts_.target.strict_accuracy;
+  CompareVerdict v = compare_outputs(expected, outs, reference, co);
+  return v.ok ? std::string("none\n") : "accuracy\n" + v.str();
+}
+
 std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
   const bool accuracy = opts_.target.failure.kind == "accuracy";
-  std::vector<Tensor> inputs = src_.inputs_of(g);
+  // For a compile_error target only the backend's compile step decides the verdict (a compiled program
+  // never throws a CompileError while running, api/backends.h), so where the backend has one the candidate
+  // is compiled, not run: running costs as much again and cannot change the verdict. The original's
+  // classification and the final `kiln repro run` still run everything.
+  const BackendCompileFn* compile_only =
+      opts_.target.failure.kind == "compile_error" ? find_backend_compiler(opts_.backend) : nullptr;
+  std::vector<Tensor> inputs;
+  if (exact || !compile_only) inputs = src_.inputs_of(g);
   std::vector<Tensor> reference;
   if (exact) {  // the candidate's own reference must run (and is the accuracy reference)
     graph::InterpretOptions o;
@@ -78,27 +146,13 @@ std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
       return std::string("invalid\n") + e.what();
     }
   }
-  default_generator() = opts_.seed_state;
   std::vector<Tensor> outs;
-  try {
-    outs = find_backend(opts_.backend)(g, inputs);
-  } catch (const CompileError& e) {
-    return std::string("compile_error\n") + e.what();
-  } catch (const std::exception& e) {
-    return std::string("runtime_error\n") + e.what();
-  }
+  if (std::optional<std::string> error = run_backend(g, inputs, compile_only, outs)) return *error;
   if (!accuracy) return "none\n";
   if (!exact) {
     for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
   }
-  if (outs.size() != reference.size()) return fmt::format("accuracy\nthe backend returned {} outputs, the graph has {}", outs.size(), reference.size());
-  std::vector<Tensor> expected;
-  for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
-  CompareOptions co;
-  co.tol = opts_.tolerance;
-  co.ignore_non_float = !opts_.target.strict_accuracy;
-  CompareVerdict v = compare_outputs(expected, outs, reference, co);
-  return v.ok ? std::string("none\n") : "accuracy\n" + v.str();
+  return compare_outputs_text(outs, reference);
 }
 
 Verdict ForkOracle::judge(const IsolatedResult& r) const {
@@ -116,9 +170,26 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
   return v;
 }
 
-Verdict ForkOracle::test(const Candidate& c) {
-  bool exact = !opts_.reuse_reference;
-  return judge(run_isolated_many({[&] { return child_body(c.graph, exact); }}, 1, opts_.timeout_s)[0]);
+bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
+  if (!opts_.reuse_reference) return true;  // test() ran the candidate's own reference
+  // Every value not computed by an op must be the same kind of value in the original: an original input
+  // (not a recorded intermediate, rounded to its dtype) or an original constant (not an input made a
+  // constant). Then every op computes what it computed in the recording run, from the same values: the
+  // candidate's own reference runs (the recording ran) and its values are the recorded ones, bit for bit
+  // (recorded on one thread, like a child's reference run; values.h).
+  const graph::Graph& original = src_.original();
+  for (const graph::Node& n : g.nodes()) {
+    if (n.kind != graph::NodeKind::Constant) continue;
+    graph::ValueId o = src_.origin(g, n.outputs[0]);
+    if (o == graph::kNoValue || original.value(o).producer < 0 ||
+        original.nodes()[size_t(original.value(o).producer)].kind != graph::NodeKind::Constant)
+      return false;
+  }
+  for (graph::ValueId id : g.inputs()) {
+    graph::ValueId o = src_.origin(g, id);
+    if (o == graph::kNoValue || original.value(o).producer >= 0) return false;
+  }
+  return true;
 }
 
 std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<const Candidate*>& batch) {
@@ -127,14 +198,24 @@ std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<con
   for (const Candidate* c : batch) bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
   std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s);
   std::vector<std::optional<Verdict>> out;
-  for (const IsolatedResult& r : rs) out.push_back(judge(r));
+  for (size_t i = 0; i < rs.size(); ++i) {
+    Verdict v = judge(rs[i]);
+    if (quick_test_is_exact(batch[i]->graph)) exact_verdicts_[candidate_key(batch[i]->graph)] = v;
+    out.push_back(v);
+  }
   return out;
 }
 
+Verdict ForkOracle::test(const Candidate& c) { return *test_batch({&c})[0]; }
+
 Verdict ForkOracle::confirm(const Candidate& c) {
+  auto known = exact_verdicts_.find(candidate_key(c.graph));
+  if (known != exact_verdicts_.end()) return known->second;
   return judge(run_isolated_many({[&] { return child_body(c.graph, true); }}, 1, opts_.timeout_s)[0]);
 }
 
-FailureSignature ForkOracle::classify(const graph::Graph& g) { return confirm(Candidate{g, "original"}).observed; }
+FailureSignature ForkOracle::classify(const graph::Graph& g) {
+  return judge(run_isolated_many({[&] { return child_body(g, true); }}, 1, opts_.timeout_s)[0]).observed;
+}
 
 }  // namespace kiln::minify

@@ -14,11 +14,17 @@
 // candidate is a value of the original graph) instead of re-running the reference; confirm() re-runs the
 // fp64 reference of the candidate itself from its own inputs, exactly as `kiln repro run` will, and checks
 // the reference run succeeds. For graphs with random ops the shortcut is off (turning a random node into an
-// input shifts later draws).
+// input shifts later draws). A candidate that reads only original graph inputs (a truncation of the
+// original, say) repeats part of the recorded reference run exactly, so its quick test is already exact and
+// confirm() answers with that verdict instead of a second child. For a compile_error target a candidate is
+// only compiled, where the backend has a compile step (api/backends.h): running it cannot change the verdict.
 #pragma once
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "api/backends.h"
 #include "eager/philox.h"
 #include "minifier/reducer.h"
 #include "minifier/values.h"
@@ -74,13 +80,32 @@ class ForkOracle : public Oracle {
   int parallelism() const override { return opts_.jobs; }
   // Classifies a graph exactly (as confirm does) without judging it: for the original graph.
   FailureSignature classify(const graph::Graph& g);
+  // The original graph run on the backend, needing no recorded value (so it can run while they are being
+  // recorded), as the body of a forked child: the failure text test() would report for an error
+  // ("compile_error\n<message>", "runtime_error\n<message>"), or "ran\n<n>" when it ran; then only a
+  // comparison with the reference tells, and its n outputs are written to `outputs_dir` as <i>.npy (just
+  // "ran\n" when they are too large to be worth it).
+  std::string original_backend_body(const std::string& outputs_dir) const;
+  // The verdict test() would give the original, from what original_backend_body said and wrote ("ran\n<n>"),
+  // once the reference values are recorded; nothing when the outputs cannot all be read back.
+  std::optional<Verdict> judge_original_outputs(const std::string& said, const std::string& outputs_dir) const;
+  // The verdict on a child's result (of a candidate, or of original_backend_body when it did not say "ran").
+  Verdict judge(const IsolatedResult& r) const;
 
  private:
   std::string child_body(const graph::Graph& g, bool exact) const;
-  Verdict judge(const IsolatedResult& r) const;
+  // Runs `g` on the backend from `inputs` (only compiles it when `compile_only` is set): the verdict text of
+  // an error, or nothing, with the outputs in `outs`.
+  std::optional<std::string> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                         const BackendCompileFn* compile_only, std::vector<Tensor>& outs) const;
+  // The verdict text of a run's outputs `outs` against the fp64 reference of the graph's outputs.
+  std::string compare_outputs_text(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const;
+  // Whether test() of `g` is as exact as confirm() (see above).
+  bool quick_test_is_exact(const graph::Graph& g) const;
   const InputSource& src_;
   ForkOracleOptions opts_;
   bool random_graph_ = false;
+  std::unordered_map<uint64_t, Verdict> exact_verdicts_;  // by candidate_key: test() verdicts confirm() would repeat
 };
 
 

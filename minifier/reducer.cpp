@@ -131,14 +131,14 @@ graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
   return out;
 }
 
-namespace {
-
-uint64_t cache_key(const graph::Graph& g) {
+uint64_t candidate_key(const graph::Graph& g) {
   uint64_t h = g.structural_hash();
   for (graph::ValueId id : g.inputs())
     for (char c : g.value(id).name) h = (h ^ uint64_t(uint8_t(c))) * 0x100000001b3ull;
   return h;
 }
+
+namespace {
 
 using Generator = std::function<std::optional<Move>()>;
 
@@ -289,7 +289,7 @@ class Driver {
         if (!m) { exhausted = true; break; }
         Candidate c{apply_move(cur_.graph, *m), m->what};
         if (!(measure(c.graph) < before)) continue;  // no progress: not worth a query
-        uint64_t key = cache_key(c.graph);
+        uint64_t key = candidate_key(c.graph);
         auto hit = cache_.find(key);
         if (hit != cache_.end() && !hit->second) { ++stats_.cache_hits; continue; }
         if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;

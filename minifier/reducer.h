@@ -86,6 +86,10 @@ struct ReduceOptions {
   int max_steps = -1;  // stop after this many accepted steps (an "interruption", for tests); -1 = none
 };
 
+// A candidate's identity for verdict caches: its structure plus the names of its inputs (which say what
+// values they carry).
+uint64_t candidate_key(const graph::Graph& g);
+
 // The measure every accepted move decreases: (op nodes, outputs, inputs, constant elements).
 using Measure = std::tuple<int, int, int, int64_t>;
 Measure measure(const graph::Graph& g);

@@ -3,7 +3,11 @@
 // input carrying its recorded value, and an accuracy candidate can be judged against recorded fp64 outputs
 // instead of re-running the reference. Values stay in memory up to a byte budget and spill to one unlinked
 // temporary file beyond it (a 10000-node graph over 64K-element tensors holds 5 GB of fp64 intermediates).
-// Forked oracle children read spilled values through the inherited file descriptor.
+// The in-memory values live in a shared memory file (memfd) mapped MAP_SHARED, not on the heap: fork() copies
+// the page tables of private memory only, so a minifier holding 256 MB of values forks every candidate child
+// as cheaply as an empty one (the page tables of 256 MB of heap cost a fork about 10 ms, and the copy-on-write
+// faults after it as much again). Forked oracle children read values through the inherited mapping and file
+// descriptor; get() always hands out a copy, so a child can never write into the parent's values.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,8 +29,7 @@ class ValueStore {
 
   void put(graph::ValueId id, const Tensor& value);  // copies (the interpreter may mutate or free it)
   bool has(graph::ValueId id) const;
-  // The recorded value (a fresh contiguous tensor when spilled; shared, to be treated as read-only, when in
-  // memory). Throws kiln::Error if nothing was recorded for `id`.
+  // A fresh contiguous copy of the recorded value. Throws kiln::Error if nothing was recorded for `id`.
   Tensor get(graph::ValueId id) const;
 
   int64_t memory_bytes() const { return memory_bytes_; }
@@ -34,13 +37,16 @@ class ValueStore {
 
  private:
   struct Entry {
-    Tensor in_memory;      // defined when kept in memory
-    TensorMeta meta;       // contiguous meta of the spilled value
-    int64_t offset = -1;   // byte offset in the spill file
+    TensorMeta meta;         // contiguous meta of the value
+    bool in_memory = false;  // in the shared memory file (else in the spill file)
+    int64_t offset = -1;     // byte offset in its file; -1: nothing recorded
   };
-  int64_t budget_, memory_bytes_ = 0, spilled_bytes_ = 0;
+  static constexpr int64_t kAlign = 64;  // each in-memory value starts on a cache line (Storage's alignment)
+  int64_t budget_, memory_bytes_ = 0, memory_end_ = 0, spilled_bytes_ = 0;
   std::string spill_dir_;
-  int fd_ = -1;
+  int spill_fd_ = -1;
+  int memory_fd_ = -1;
+  char* memory_ = nullptr;  // memory_fd_ mapped MAP_SHARED, budget_ bytes of address space
   std::vector<Entry> entries_;  // by ValueId
 };
 

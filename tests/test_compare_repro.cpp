@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "graph/compare.h"
 #include "graph/text.h"
@@ -72,6 +74,25 @@ TEST(Isolate, CrashesHangsAndErrorsAreResults) {
 #endif
   IsolatedResult hang = run_isolated([]() -> std::string { for (;;) pause(); }, 0.5);
   EXPECT_EQ(hang.kind, IsolatedResult::Kind::Hang);
+}
+
+TEST(Isolate, BesideRunsBothAndAResultThatCameInTimeIsNotAHang) {
+  // The child answers at once; the parent is busy past the child's limit before it reads the answer.
+  bool ran_beside = false;
+  IsolatedResult r = run_isolated_beside([] { return std::string("answer"); }, 0.2, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ran_beside = true;
+  });
+  EXPECT_TRUE(ran_beside);
+  EXPECT_EQ(r.kind, IsolatedResult::Kind::Ok);
+  EXPECT_EQ(r.payload, "answer");
+  EXPECT_LT(r.seconds, 5.0);
+  // A child still without a result at its limit is a hang, found once the parent's work is done.
+  IsolatedResult hang = run_isolated_beside([]() -> std::string { for (;;) pause(); }, 0.2, [] {});
+  EXPECT_EQ(hang.kind, IsolatedResult::Kind::Hang);
+  // The parent's exception propagates (the child is killed and reaped).
+  EXPECT_THROW(run_isolated_beside([]() -> std::string { for (;;) pause(); }, 30, [] { fail("beside failed"); }),
+               Error);
 }
 
 TEST(Repro, FailureMessagesMatchModuloNamesAndNumbers) {

@@ -1,6 +1,7 @@
 // The minifier (issue 5): injected bugs in generated graphs minify to exactly the relu with its input, and the
-// written repro reproduces; crashes in candidates are verdicts; a different bug is never minified; an
-// interrupted run resumes to the same result; the result always fails; recorded values spill to disk.
+// written repro reproduces; crashes in candidates are verdicts; compile_error candidates are compiled, not
+// run; a different bug is never minified; an interrupted run resumes to the same result; the result always
+// fails; recorded values spill to disk.
 // The backend under test is one constant (kBackend): "inject_test" until the inductor lands, then "inductor".
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -19,6 +20,7 @@
 #include "minifier/minifier.h"
 #include "minifier/testing.h"
 #include "ops/api.h"
+#include "repro/isolate.h"
 #include "repro/reproduce.h"
 
 using namespace kiln;
@@ -102,13 +104,35 @@ INSTANTIATE_TEST_SUITE_P(Kinds, MinifyInjected,
 
 TEST(Minifier, ACrashInACandidateIsAVerdictNotTheEndOfTheRun) {
   register_inject_test_backend();
-  // The target is relu's compile error; candidates without the relu but with a sin crash their child.
+  // The target is relu's compile error; candidates without the relu but with a sin crash their child. They
+  // run only on a backend without a compile step (api/backends.h; with one, compile_error candidates are only
+  // compiled, below): inject_test's run function alone, whose compile error shows when it is run.
+  register_backend("inject_test_run_only", find_backend(kInjectTestBackend));
   ScopedOption inject(Opt::Inject, "relu:compile_error,sin:crash");
   TestGraph t = relu_test_graph(200, 11);
-  MinifyResult r = minify::minify(t.graph, graph::seeded_inputs(t.graph, 0), options(temp_dir("crashy") + "/m.repro"));
+  MinifyOptions o = options(temp_dir("crashy") + "/m.repro");
+  o.backend = "inject_test_run_only";
+  MinifyResult r = minify::minify(t.graph, graph::seeded_inputs(t.graph, 0), o);
   EXPECT_EQ(r.original.kind, "compile_error");
   expect_just_the_relu(r.graph, t.relu_input);
   EXPECT_GT(r.stats.observed["crash"], 0) << "no candidate crashed: the test does not test anything";
+}
+
+TEST(Minifier, CompileErrorCandidatesAreCompiledNotRun) {
+  register_inject_test_backend();
+  // The same graph with relu's compile error as the target: the candidates that would crash when run (a sin
+  // without the relu) are only compiled (api/backends.h BackendCompileFn), so none crashes, and the result
+  // is still the relu, which `kiln repro run` (a full run) reproduces.
+  ScopedOption inject(Opt::Inject, "relu:compile_error,sin:crash");
+  TestGraph t = relu_test_graph(200, 11);
+  std::string out = temp_dir("compile_only") + "/m.repro";
+  MinifyResult r = minify::minify(t.graph, graph::seeded_inputs(t.graph, 0), options(out));
+  EXPECT_EQ(r.original.kind, "compile_error");
+  expect_just_the_relu(r.graph, t.relu_input);
+  EXPECT_EQ(r.stats.observed["crash"], 0) << "a compile_error candidate was run";
+  EXPECT_GT(r.stats.observed["none"], 0) << "no candidate compiled: the test does not test anything";
+  EXPECT_TRUE(r.reverified) << r.reverify_message;
+  EXPECT_TRUE(reproduce(load_repro(out), out, 30).reproduces);
 }
 
 TEST(Minifier, NeverMinifiesOntoADifferentBug) {
@@ -173,6 +197,19 @@ TEST(Minifier, RecordedValuesSpillToDiskWithTheSameResult) {
   EXPECT_EQ(store.memory_bytes(), 0);
   EXPECT_EQ(store.spilled_bytes(), 12);
   EXPECT_EQ(store.get(3).to_double_vector(), (std::vector<double>{1, 2, 3}));
+  // Within the budget, values stay in (shared) memory; get() hands out copies, so writing into one (as a
+  // forked candidate might) never changes the recorded value.
+  ValueStore mem(16);
+  mem.put(1, Tensor::from_vector<float>({4, 5}, {2}));
+  mem.put(2, Tensor::from_vector<float>({6, 7, 8}, {3}));  // 64 + 12 bytes: beyond the budget, spilled
+  EXPECT_EQ(mem.memory_bytes(), 8);
+  EXPECT_EQ(mem.spilled_bytes(), 12);
+  Tensor v = mem.get(1);
+  add_(v, 1.0);
+  EXPECT_EQ(mem.get(1).to_double_vector(), (std::vector<double>{4, 5}));
+  EXPECT_EQ(mem.get(2).to_double_vector(), (std::vector<double>{6, 7, 8}));
+  IsolatedResult child = run_isolated([&] { return fmt::format("{}", mem.get(1).to_double_vector()[1]); }, 30);
+  EXPECT_EQ(child.payload, "5");
 }
 
 TEST(Minifier, SmallInputsBecomeConstants) {

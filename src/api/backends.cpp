@@ -22,11 +22,29 @@ std::map<std::string, BackendFn>& backends() {
   return b;
 }
 
+std::map<std::string, BackendCompileFn>& compilers() {
+  static std::map<std::string, BackendCompileFn> c = {
+      {"inductor", [](const graph::Graph& g) { compile(g); }},
+  };
+  return c;
+}
+
 }  // namespace
 
 void register_backend(const std::string& name, BackendFn fn) {
   std::lock_guard lock(g_mutex);
   backends()[name] = std::move(fn);
+}
+
+void register_backend_compiler(const std::string& name, BackendCompileFn fn) {
+  std::lock_guard lock(g_mutex);
+  compilers()[name] = std::move(fn);
+}
+
+const BackendCompileFn* find_backend_compiler(const std::string& name) {
+  std::lock_guard lock(g_mutex);
+  auto it = compilers().find(name);
+  return it == compilers().end() ? nullptr : &it->second;
 }
 
 std::vector<std::string> backend_names() {

@@ -16,4 +16,14 @@ std::vector<std::string> backend_names();
 // The backend called `name`; kiln::Error naming the available ones when there is none.
 const BackendFn& find_backend(const std::string& name);
 
+// The compile step of a backend that compiles before it runs (inductor: kiln::compile). It must throw exactly
+// the CompileError the backend's run would throw for `g`, and nothing a run would throw only later (a
+// compiled program never throws a CompileError while running). It never runs the graph. Tools that need
+// only to know whether and how a graph fails to compile call it instead of the backend (the minifier, for a
+// compile_error target: running the program cannot change that verdict and costs as much as compiling).
+using BackendCompileFn = std::function<void(const graph::Graph&)>;
+void register_backend_compiler(const std::string& name, BackendCompileFn fn);
+// The compile step of backend `name`, or null when it has none (then only a run tells).
+const BackendCompileFn* find_backend_compiler(const std::string& name);
+
 }  // namespace kiln
