@@ -458,36 +458,44 @@ class Emitter {
     memo_.clear();
   }
 
-  // for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With `prefetch`, one cache line
-  // (`line` elements) per outer step: first prefetch the lines the kernel's first loop will read at the next
-  // outer point (x = i - x_offset there), then run the line's elements (a short loop the vectoriser widens).
+  // for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With `prefetch`, in blocks of
+  // kPrefetchLines cache lines (`line` elements each): first prefetch the lines the kernel's first loop will
+  // read at the next outer point (x = i - x_offset there), then run the block's elements in a loop of constant
+  // trip count (vectorised and unrolled without runtime checks; one line per step cost layer norm a fifth of
+  // its time in loop control once vectors were 16 floats); the last partial block runs as a plain loop.
+  static constexpr int64_t kPrefetchLines = 4;
   void innermost_loop(Value* lo, Value* hi, Value* x_offset, int64_t line, bool prefetch,
                       const std::function<void(Value*)>& body) {
     if (!prefetch) return loop(lo, hi, body);
+    const int64_t block = kPrefetchLines * line;
+    Value* full = b_.CreateMul(b_.CreateSDiv(b_.CreateSub(hi, lo), c64(block)), c64(block));
+    Value* blocks_end = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateAdd(lo, full), lo);
     llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "lines", fn_);
-    auto* inner = llvm::BasicBlock::Create(ctx_, "line", fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "lines_done", fn_);
+    auto* header = llvm::BasicBlock::Create(ctx_, "blocks", fn_);
+    auto* inner = llvm::BasicBlock::Create(ctx_, "block", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "blocks_done", fn_);
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
-    llvm::PHINode* line_start = b_.CreatePHI(i64(), 2);
-    line_start->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(line_start, hi), inner, exit);
+    llvm::PHINode* start = b_.CreatePHI(i64(), 2);
+    start->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(start, blocks_end), inner, exit);
     b_.SetInsertPoint(inner);
-    Value* x_at_line = b_.CreateSub(line_start, x_offset);
-    for (const RowRead& r : next_row_reads_) {
-      vars_[r.var_key] = x_at_line;
-      Value* at = b_.CreateAdd(index(r.index), c64(r.next_row));
-      const Buffer& buf = lg_.buffers[size_t(r.buffer)];
-      Value* ptr = b_.CreateGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(r.buffer))), at);
-      // llvm.prefetch(address, read, locality 2 = into L2: the row must not evict what this loop reads, cache 1 = data)
-      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()}, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    for (int64_t l = 0; l < kPrefetchLines; ++l) {
+      Value* x = b_.CreateSub(b_.CreateAdd(start, c64(l * line)), x_offset);
+      for (const RowRead& r : next_row_reads_) {
+        vars_[r.var_key] = x;
+        Value* at = b_.CreateAdd(index(r.index), c64(r.next_row));
+        const Buffer& buf = lg_.buffers[size_t(r.buffer)];
+        Value* ptr = b_.CreateGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(r.buffer))), at);
+        // llvm.prefetch(address, read, locality 2 = into L2: the row must not evict what this loop reads, data)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()}, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+      }
     }
-    Value* line_end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(line_start, c64(line)), hi);
-    loop(line_start, line_end, body);
-    line_start->addIncoming(b_.CreateAdd(line_start, c64(line), "", true, true), b_.GetInsertBlock());
+    loop(c64(0), c64(block), [&](Value* j) { body(b_.CreateAdd(start, j, "", true, true)); });
+    start->addIncoming(b_.CreateAdd(start, c64(block), "", true, true), b_.GetInsertBlock());
     b_.CreateBr(header);
     b_.SetInsertPoint(exit);
+    loop(blocks_end, hi, body);
   }
 
   // Rows the kernel's first loop reads from memory, one element per step of its only loop variable: the
