@@ -354,8 +354,9 @@ class Emitter {
   }
 
   // ---- loops
-  // for (iv = lo; iv < hi; ++iv) body(iv). `hints` (optional): loop metadata for the vectoriser.
-  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, llvm::MDNode* hints = nullptr) {
+  // for (iv = lo; iv < hi; iv += step) body(iv). `hints` (optional): loop metadata for the vectoriser.
+  void loop(Value* lo, Value* hi, const std::function<void(Value*)>& body, llvm::MDNode* hints = nullptr,
+            int64_t step = 1) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     auto* inner = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -367,7 +368,7 @@ class Emitter {
     b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), inner, exit);
     b_.SetInsertPoint(inner);
     body(iv);
-    Value* next = b_.CreateAdd(iv, c64(1), "", true, true);
+    Value* next = b_.CreateAdd(iv, c64(step), "", true, true);
     iv->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(header);
     if (hints) latch->setMetadata(llvm::LLVMContext::MD_loop, hints);
@@ -470,31 +471,20 @@ class Emitter {
     const int64_t block = kPrefetchLines * line;
     Value* full = b_.CreateMul(b_.CreateSDiv(b_.CreateSub(hi, lo), c64(block)), c64(block));
     Value* blocks_end = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateAdd(lo, full), lo);
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, "blocks", fn_);
-    auto* inner = llvm::BasicBlock::Create(ctx_, "block", fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, "blocks_done", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* start = b_.CreatePHI(i64(), 2);
-    start->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(start, blocks_end), inner, exit);
-    b_.SetInsertPoint(inner);
-    for (int64_t l = 0; l < kPrefetchLines; ++l) {
-      Value* x = b_.CreateSub(b_.CreateAdd(start, c64(l * line)), x_offset);
-      for (const RowRead& r : next_row_reads_) {
-        vars_[r.var_key] = x;
-        Value* at = b_.CreateAdd(index(r.index), c64(r.next_row));
-        const Buffer& buf = lg_.buffers[size_t(r.buffer)];
-        Value* ptr = b_.CreateGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(r.buffer))), at);
-        // llvm.prefetch(address, read, locality 2 = into L2: the row must not evict what this loop reads, data)
-        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()}, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    loop(lo, blocks_end, [&](Value* start) {
+      for (int64_t l = 0; l < kPrefetchLines; ++l) {
+        Value* x = b_.CreateSub(b_.CreateAdd(start, c64(l * line)), x_offset);
+        for (const RowRead& r : next_row_reads_) {
+          vars_[r.var_key] = x;
+          Value* at = b_.CreateAdd(index(r.index), c64(r.next_row));
+          const Buffer& buf = lg_.buffers[size_t(r.buffer)];
+          Value* ptr = b_.CreateGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(r.buffer))), at);
+          // llvm.prefetch(address, read, locality 2 = into L2: the row must not evict what this loop reads, data)
+          b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {b_.getPtrTy()}, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+        }
       }
-    }
-    loop(c64(0), c64(block), [&](Value* j) { body(b_.CreateAdd(start, j, "", true, true)); });
-    start->addIncoming(b_.CreateAdd(start, c64(block), "", true, true), b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+      loop(c64(0), c64(block), [&](Value* j) { body(b_.CreateAdd(start, j, "", true, true)); });
+    }, nullptr, block);
     loop(blocks_end, hi, body);
   }
 
