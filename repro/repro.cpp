@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "graph/text.h"
+#include "kiln_version.h"
 
 namespace kiln {
 

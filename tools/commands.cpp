@@ -2,6 +2,7 @@
 // computed eagerly with its gradients), the graph commands of tools/cmd_graph.cpp (`verify`, `fmt`, `run`),
 // and the top-level `--help-options` / `--help-options-md` (the options table as text or Markdown).
 #include "tools/commands.h"
+#include "kiln_version.h"
 
 #include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "kiln_version.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
