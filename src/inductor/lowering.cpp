@@ -314,8 +314,9 @@ class Lowerer {
     // the users fuse into the producer's kernel (the scheduler then keeps the buffer kernel-local).
     if (nusers > 1 && cost <= kReuseInlineCost) cost = s_cost(lv.load(ix_vars(lv.sizes)));
     if (nusers > 1 && cost > kReuseInlineCost)
-      return realize(v, fmt::format("read by {} nodes and costs {} scalar ops (> {}): a store and {} loads are "
-                                    "cheaper than recomputing it in each", nusers, cost, kReuseInlineCost, nusers));
+      return realize(v, fmt::format("read by {} nodes and costs {} scalar ops (> {}; a libm call counts {}): a store "
+                                    "and {} loads are cheaper than recomputing it in each", nusers, cost,
+                                    kReuseInlineCost, kLibmCallCost, nusers));
     if (cost > kMaxInlineCost) return realize(v, fmt::format("its body has {} scalar ops (> {})", cost, kMaxInlineCost));
     if (!should_run("inductor", "inline", [&] { return fmt::format("%{}", name(v)); }))
       return realize(v, "inlining refused by the bisection hook");
