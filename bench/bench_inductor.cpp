@@ -6,6 +6,7 @@
 // kernel a cache hit, the graph compiled again) and inductor/compile_chain100_cached (a graph-level hit).
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "bench_util.h"
@@ -130,6 +131,24 @@ void BM_compile_chain100_kernels_cached(benchmark::State& state) {
   compile(g, opts);
   for (auto _ : state) benchmark::DoNotOptimize(compile(g, opts));
 }
+// Any .kir file, named by KILN_BENCH_GRAPH: compiled, eager and copy timed like the cases above, with the bytes
+// that must move taken as every input read once and every output written once.
+int64_t input_and_output_bytes(const graph::Graph& g) {
+  int64_t bytes = 0;
+  for (const auto* ids : {&g.inputs(), &g.outputs()})
+    for (graph::ValueId id : *ids) bytes += shape_numel(g.value(id).meta.sizes) * dtype_size(g.value(id).meta.dtype);
+  return bytes;
+}
+const bool kUserGraphRegistered = [] {
+  const char* path = std::getenv("KILN_BENCH_GRAPH");
+  if (!path || !*path) return false;
+  benchmark::RegisterBenchmark(fmt::format("inductor/graph:{}", path).c_str(), [path = std::string(path)](benchmark::State& state) {
+    graph::Graph g = graph::load_graph(path);
+    run_case(state, g, input_and_output_bytes(g), true);
+  })->UseRealTime()->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
 // A structurally equal graph compiled before: the graph-level cache returns the program.
 void BM_compile_chain100_cached(benchmark::State& state) {
   graph::Graph g = parse(chain_text(100, 1 << 20));

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <map>
 
@@ -24,6 +27,7 @@
 #include "ops/dispatch.h"
 #include "repro/isolate.h"
 #include "runtime/jit.h"
+#include "runtime/vector_math.h"
 
 namespace kiln {
 namespace {
@@ -144,6 +148,80 @@ TEST(Inductor, StreamedStoresKeepResultsExactAtAnyAlignment) {
     CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 4));
     EXPECT_TRUE(v.ok) << g.name << ": " << v.str();
   }
+}
+
+// Softmax-shaped kernels whose output streams: the last loop runs one row late inside the exp loop of the next
+// row, and each thread writes its last row after its loop. Rows of 4112 floats (64-byte aligned, kernel-local)
+// and an odd row count, so the threads' ranges differ; the second graph's last loop also reads the input row.
+// A row length that breaks the alignment is refused, with the reason, and stays correct.
+TEST(Inductor, DeferredRowWritesMatchTheInterpreter) {
+  const int64_t cols = 4112, rows = (runtime::last_level_cache_bytes() / 2 / 4 / cols + 8) | 1;
+  if (rows * cols * 4 > (int64_t(128) << 20)) GTEST_SKIP() << "last-level cache too large for a quick test";
+  auto shaped = [&](int64_t c, const std::string& body) {
+    return parse(fmt::format("graph d(%x: f32[{0}, {1}]) {{\n{2}  return %y\n}}\n", rows, c, body));
+  };
+  const std::string softmax = fmt::format("  %y = softmax(%x, -1) : f32[{}, {}]\n", rows, cols);
+  const std::string plus_input = fmt::format(
+      "  %e = exp(%x) : f32[{0}, {1}]\n  %s = sum(%e, [1], True) : f32[{0}, 1]\n  %q = div(%e, %s) : f32[{0}, {1}]\n"
+      "  %y = add(%q, %x) : f32[{0}, {1}]\n", rows, cols);
+  const std::string misaligned = fmt::format("  %y = softmax(%x, -1) : f32[{}, {}]\n", rows, cols + 1);
+  for (const auto& [g, deferred] : {std::pair{shaped(cols, softmax), true}, std::pair{shaped(cols, plus_input), true},
+                                    std::pair{shaped(cols + 1, misaligned), false}}) {
+    runtime::KernelJit::instance().reset_stats();
+    std::shared_ptr<CompiledGraph> c = compile(g);
+    std::string decision;
+    for (const std::string& d : c->decisions())
+      if (d.find("one row late") != std::string::npos || d.find("in its own loop") != std::string::npos) decision = d;
+    EXPECT_EQ(decision.find("one row late") != std::string::npos, deferred) << decision << "\n" << c->loop_ir();
+    if (!deferred) EXPECT_NE(decision.find("64-byte boundaries"), std::string::npos) << decision;
+    EXPECT_GT(runtime::KernelJit::instance().stats().streaming_stores, 0) << "no store was made non-temporal";
+    CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 5));
+    EXPECT_TRUE(v.ok) << v.str() << "\n" << c->loop_ir();
+  }
+}
+
+// kiln's own f32 e^x (AVX-512 hosts): within 2 ulp of the correctly rounded result over the whole range,
+// the edge values exact (inf, 0, NaN, overflow, underflow through the subnormals), and the same bits whether
+// an element falls in a vector or in the scalar remainder (the input shifted by one element gives the same
+// outputs, shifted).
+TEST(Inductor, FastExpIsWithinTwoUlpAndIndependentOfPosition) {
+  if (!runtime::has_fast_vector_math()) GTEST_SKIP() << "the host has no AVX-512: exp is libm's";
+  std::vector<float> xs = {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 88.72f, 88.73f, 100.0f, -87.3f, -87.4f,
+                           -100.0f, -103.9f, -104.0f, -150.0f, 1e-30f, -1e-30f, 0.5f, -0.5f};
+  uint64_t state = 12345;
+  while (xs.size() < 100003) {  // odd: the last elements run in the scalar remainder
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    xs.push_back(-110.0f + 200.0f * float(state >> 40) / float(1 << 24));
+  }
+  auto run = [&](const std::vector<float>& in) {
+    graph::Graph g = parse(fmt::format("graph e(%x: f32[{0}]) {{\n  %y = exp(%x) : f32[{0}]\n  return %y\n}}\n", in.size()));
+    Tensor out = (*compile(g))({Tensor::from_vector<float>(in, {int64_t(in.size())})})[0];
+    return std::vector<float>(out.data<float>(), out.data<float>() + in.size());
+  };
+  std::vector<float> ys = run(xs);
+  std::vector<float> shifted_in = xs;
+  shifted_in.insert(shifted_in.begin(), 1.0f);
+  std::vector<float> shifted = run(shifted_in);
+  int far = 0, moved = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = std::exp(double(xs[i]));
+    const float got = ys[i];
+    if (std::isnan(xs[i])) {
+      EXPECT_TRUE(std::isnan(got));
+    } else if (std::isinf(float(want)) || float(want) == 0.0f) {
+      if (got != float(want) && ++far < 5) ADD_FAILURE() << "exp(" << xs[i] << ") = " << got << ", want " << float(want);
+    } else {
+      int e = 0;
+      std::frexp(float(want), &e);
+      const double ulp = std::max(std::ldexp(1.0, e - 24), double(std::numeric_limits<float>::denorm_min()));
+      if (std::abs(double(got) - want) > 2 * ulp && ++far < 5)
+        ADD_FAILURE() << "exp(" << xs[i] << ") = " << got << ", want " << want << " (" << std::abs(got - want) / ulp << " ulp)";
+    }
+    if (std::memcmp(&ys[i], &shifted[i + 1], 4) != 0 && ++moved < 5)
+      ADD_FAILURE() << "exp(" << xs[i] << ") is " << ys[i] << " at " << i << " but " << shifted[i + 1] << " at " << i + 1;
+  }
+  EXPECT_EQ(far, 0);
+  EXPECT_EQ(moved, 0);
 }
 
 TEST(Inductor, MlpForwardHasNoKernelThatOnlyCopies) {

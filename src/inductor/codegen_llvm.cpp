@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "runtime/jit.h"
+#include "runtime/vector_math.h"
 
 namespace kiln::inductor {
 
@@ -52,6 +53,8 @@ class Emitter {
   // polynomials, which remain for machines without it, and at least as fast (softmax 4096x4096 on one thread,
   // libmvec's expf against the inline polynomial with FMA: 15 vs 19 ms at 256 bits, 11.8 vs 12.4 ms at 512).
   const bool vector_math_ = runtime::KernelJit::instance().vector_math();
+  // On AVX-512 hosts f32 e^x is kiln's own vector polynomial (runtime/vector_math.h): half libmvec's cost.
+  const bool fast_exp_ = runtime::has_fast_vector_math();
 
   llvm::Type* i64() { return b_.getInt64Ty(); }
   Value* c64(int64_t v) { return b_.getInt64(uint64_t(v)); }
@@ -144,7 +147,13 @@ class Emitter {
       Index row = ix;
       for (size_t d = 0; d < k_.outer_vars.size(); ++d)
         if (!k_.outer_vars[d].is_constant()) row = ix_add(row, ix_scale(k_.outer_vars[d], -buf.strides[d]));
-      return b_.CreateInBoundsGEP(storage_type(buf.dtype), local->second, index(row));
+      Value* at = index(row);
+      if (auto two = double_rows_.find(buffer); two != double_rows_.end()) {
+        // Two rows, by the parity of the row variable: the deferred last loop reads the previous row's.
+        Value* parity = b_.CreateAnd(vars_.at(row_key_), c64(1));
+        at = b_.CreateAdd(at, b_.CreateMul(parity, c64(two->second)));
+      }
+      return b_.CreateInBoundsGEP(storage_type(buf.dtype), local->second, at);
     }
     return b_.CreateInBoundsGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(buffer))), index(ix));
   }
@@ -229,7 +238,9 @@ class Emitter {
       case SOp::Abs:
         if (fl) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
         return b_.CreateSelect(b_.CreateICmpSLT(x, llvm::ConstantInt::get(t, 0)), b_.CreateSub(llvm::ConstantInt::get(t, 0), x), x);
-      case SOp::Exp: return t->isFloatTy() && !vector_math_ ? exp_f32(x) : call1("exp", x);
+      case SOp::Exp:
+        if (t->isFloatTy() && fast_exp_) return runtime::emit_fast_expf(b_, m_, x);
+        return t->isFloatTy() && !vector_math_ ? exp_f32(x) : call1("exp", x);
       case SOp::Exp2: return call1("exp2", x);
       case SOp::Log: return call1("log", x);
       case SOp::Log2: return call1("log2", x);
@@ -438,6 +449,7 @@ class Emitter {
         innermost_loop(lo, hi, c64(0), line, prefetch, [&](Value* x) {
           vars_[key] = x;
           body();
+          if (deferred_) deferred_(x);
         });
         return;
       }
@@ -545,6 +557,63 @@ class Emitter {
     return b_.CreateXor(x, b_.CreateAnd(b_.CreateAShr(x, bits - 1), magnitude));
   }
 
+  // ---- deferred row writes (the scheduler's choose_deferred_stores): the last loop runs one row late, inside
+  // the host loop of the next row, and after the outer loop for the last row of the thread's range.
+  std::string row_key_;                    // the outer variable the rows run along
+  std::map<int, int64_t> double_rows_;     // kernel-local buffers the deferred loop reads -> elements per row
+  std::function<void(Value*)> deferred_;   // while emitting the host: the last loop's body at element x
+
+  static std::string row_var_key(const std::vector<Index>& vars) {
+    for (const Index& v : vars)
+      if (!v.is_constant()) return v.terms[0].first->key;
+    return "";
+  }
+  // The last loop's body at element `x` of the previous row: index variables, registers and memo are the
+  // previous row's (its reduction results are loaded from memory; the host's registers are the current row's).
+  void emit_last_loop_body(Value* x) {
+    const KernelLoop& last = k_.loops.back();
+    const LoopNode& n = lg_.nodes[size_t(last.node)];
+    auto saved_vars = vars_;
+    auto saved_registers = std::move(registers_);
+    auto saved_memo = std::move(memo_);
+    registers_.clear();
+    memo_.clear();
+    vars_[row_key_] = b_.CreateSub(vars_.at(row_key_), c64(1), "", true, true);
+    vars_[row_var_key(std::vector<Index>(last.idx.begin() + int64_t(k_.outer_vars.size()), last.idx.end()))] = x;
+    store(n.buffer, ix_linear(last.idx, n.sizes), value(last.value), last.value->dtype);
+    vars_ = std::move(saved_vars);
+    registers_ = std::move(saved_registers);
+    memo_ = std::move(saved_memo);
+  }
+  // The rows this call runs: [begin, end) when the threads split them, else all.
+  std::pair<Value*, Value*> row_range() {
+    for (size_t d = 0; d < k_.outer_vars.size(); ++d)
+      if (!k_.outer_vars[d].is_constant())
+        return k_.parallel_loop == -1 && k_.parallel_dim == int(d) ? std::make_pair(begin_, end_)
+                                                                   : std::make_pair(c64(0), c64(k_.outer[d]));
+    return {c64(0), c64(1)};
+  }
+  // The host loop of row `row` in [first, ...): twice, with the previous row's writes (row > first) and without.
+  void emit_host(const KernelLoop& l, int parallel, bool prefetch, Value* first) {
+    auto* with = llvm::BasicBlock::Create(ctx_, "host_deferred", fn_);
+    auto* without = llvm::BasicBlock::Create(ctx_, "host_first_row", fn_);
+    auto* join = llvm::BasicBlock::Create(ctx_, "host_join", fn_);
+    b_.CreateCondBr(b_.CreateICmpSGT(vars_.at(row_key_), first), with, without);
+    const bool reduction = lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction;
+    for (bool deferring : {true, false}) {
+      b_.SetInsertPoint(deferring ? with : without);
+      if (deferring) deferred_ = [&](Value* x) { emit_last_loop_body(x); };
+      if (reduction) emit_reduction(l);
+      else emit_pointwise(l, parallel, prefetch);
+      deferred_ = nullptr;
+      b_.CreateBr(join);
+    }
+    b_.SetInsertPoint(join);
+    // The host's result is defined on both paths but dominates neither: later loops load it from memory.
+    registers_.erase(lg_.nodes[size_t(l.node)].buffer);
+    memo_.clear();
+  }
+
   void emit_reduction(const KernelLoop& l) {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const DType dt = l.value->dtype;
@@ -624,6 +693,7 @@ class Emitter {
         }
       }
       b_.CreateStore(r, acc);
+      if (deferred_) deferred_(vars_.at(row_var_key(l.ridx)));
     }, SIZE_MAX, interleave_hint(4));
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
@@ -669,29 +739,60 @@ void Emitter::emit(const std::string& symbol) {
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
   b_.SetInsertPoint(entry);
   for (size_t i = 0; i < args_.size(); ++i) ptrs_.push_back(fn_->getArg(unsigned(i)));
+  const bool defer = k_.deferred_host >= 0;
+  std::set<int> read_by_last;
+  if (defer) {
+    row_key_ = row_var_key(k_.outer_vars);
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(k_.loops.back().value, loads);
+    for (const auto& ld : loads) read_by_last.insert(ld.first);
+  }
   for (int b : k_.local_buffers) {
     const Buffer& buf = lg_.buffers[size_t(b)];
     int64_t outer = shape_numel(Shape(buf.sizes.begin(), buf.sizes.begin() + int64_t(k_.outer.size())));
-    auto* row = b_.CreateAlloca(llvm::ArrayType::get(storage_type(buf.dtype), uint64_t(shape_numel(buf.sizes) / std::max<int64_t>(outer, 1))));
+    int64_t row_elements = shape_numel(buf.sizes) / std::max<int64_t>(outer, 1);
+    int64_t rows = 1;
+    if (read_by_last.count(b)) {
+      double_rows_[b] = row_elements;
+      rows = 2;
+    }
+    auto* row = b_.CreateAlloca(llvm::ArrayType::get(storage_type(buf.dtype), uint64_t(row_elements * rows)));
     row->setAlignment(llvm::Align(64));
     locals_[b] = row;
   }
   find_next_row_reads();
+  const int last = int(k_.loops.size()) - 1;
+  if (defer && prefetch_loop_ == last)  // the last loop's stores now run in the host: prefetch there, if it can
+    prefetch_loop_ = lg_.nodes[size_t(k_.loops[size_t(k_.deferred_host)].node)].kind == LoopNode::Kind::Pointwise
+                         ? k_.deferred_host : -1;
   begin_ = fn_->getArg(unsigned(args_.size()));
   end_ = fn_->getArg(unsigned(args_.size() + 1));
   status_ = fn_->getArg(unsigned(args_.size() + 2));
-  nest(k_.outer_vars, k_.outer, 0, k_.parallel_loop == -1 ? k_.parallel_dim : -1, [&] {
+  const int outer_parallel = k_.parallel_loop == -1 ? k_.parallel_dim : -1;
+  nest(k_.outer_vars, k_.outer, 0, outer_parallel, [&] {
     registers_.clear();
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
-      if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) {
-        emit_reduction(l);
-      } else {
-        int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
-        emit_pointwise(l, par, int(i) == prefetch_loop_);
-      }
+      const bool reduction = lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction;
+      const int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
+      if (defer && int(i) == last) continue;  // written one row late, by the host
+      if (defer && int(i) == k_.deferred_host) emit_host(l, par, int(i) == prefetch_loop_, row_range().first);
+      else if (reduction) emit_reduction(l);
+      else emit_pointwise(l, par, int(i) == prefetch_loop_);
     }
   });
+  if (defer) {  // the last row of this thread's range
+    auto [first, end] = row_range();
+    auto* write = llvm::BasicBlock::Create(ctx_, "last_row", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(first, end), write, done);
+    b_.SetInsertPoint(write);
+    vars_[row_key_] = b_.CreateSub(end, c64(1));
+    registers_.clear();
+    emit_pointwise(k_.loops.back(), -1, false);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
   b_.CreateRetVoid();
 
   auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64(), i64(), ptr}, false);

@@ -37,6 +37,9 @@ struct Kernel {
   // Intermediates written and read only by this kernel, each read at the outer point that wrote it: they live
   // in a per-thread scratch row (stack memory, in cache) instead of a buffer in memory (localise_buffers).
   std::vector<int> local_buffers;
+  // The loop that also writes the last loop's row of the previous outer point (-1: none): the last loop runs one
+  // row late, inside this one, so its streaming stores drain while this loop computes (choose_deferred_stores).
+  int deferred_host = -1;
 };
 
 struct Step {

@@ -1,5 +1,6 @@
 // The ORC LLJIT instance, the optimisation pipeline and the two-level kernel cache (see jit.h).
 #include "runtime/jit.h"
+#include "runtime/vector_math.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -157,6 +158,7 @@ struct KernelJit::Impl {
     target = fmt::format("{} {} O2", tm->getTargetTriple().str(), tm->getTargetCPU().str());
     wide_vectors = tm->getTargetFeatureString().contains("+avx512f");
     if (wide_vectors) target += " v512";  // part of the kernel cache key
+    if (has_fast_vector_math()) target += " kexp";  // f32 e^x is kiln's own (runtime/vector_math.h)
     jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
     llvm::orc::JITDylib& main = jit->getMainJITDylib();
     main.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
@@ -365,6 +367,7 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   if (ir_out) print_ir(*module);
   auto t1 = std::chrono::steady_clock::now();
   im.optimize(*module);
+  inline_vector_math(*module);
   if (int streamed = mark_streaming_stores(*module)) {
     im.stats.streaming_stores += streamed;
     KILN_LOG(LogChannel::Cache, "{}: {} streaming (non-temporal) vector stores", symbol, streamed);
