@@ -593,24 +593,23 @@ class Emitter {
                                                                    : std::make_pair(c64(0), c64(k_.outer[d]));
     return {c64(0), c64(1)};
   }
-  // The host loop of row `row` in [first, ...): twice, with the previous row's writes (row > first) and without.
+  // The (pointwise) host loop of the current row: twice, with the previous row's writes (row > first) and
+  // without (a thread's first row).
   void emit_host(const KernelLoop& l, int parallel, bool prefetch, Value* first) {
+    KILN_CHECK(lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Pointwise, "codegen: kernel {} defers its last loop "
+               "into a reduction loop; hosts are pointwise (scheduler.cpp choose_deferred_stores)", k_.name);
     auto* with = llvm::BasicBlock::Create(ctx_, "host_deferred", fn_);
     auto* without = llvm::BasicBlock::Create(ctx_, "host_first_row", fn_);
     auto* join = llvm::BasicBlock::Create(ctx_, "host_join", fn_);
     b_.CreateCondBr(b_.CreateICmpSGT(vars_.at(row_key_), first), with, without);
-    const bool reduction = lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction;
     for (bool deferring : {true, false}) {
       b_.SetInsertPoint(deferring ? with : without);
       if (deferring) deferred_ = [&](Value* x) { emit_last_loop_body(x); };
-      if (reduction) emit_reduction(l);
-      else emit_pointwise(l, parallel, prefetch);
+      emit_pointwise(l, parallel, prefetch);
       deferred_ = nullptr;
       b_.CreateBr(join);
     }
     b_.SetInsertPoint(join);
-    // The host's result is defined on both paths but dominates neither: later loops load it from memory.
-    registers_.erase(lg_.nodes[size_t(l.node)].buffer);
     memo_.clear();
   }
 
@@ -693,7 +692,6 @@ class Emitter {
         }
       }
       b_.CreateStore(r, acc);
-      if (deferred_) deferred_(vars_.at(row_var_key(l.ridx)));
     }, SIZE_MAX, interleave_hint(4));
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
@@ -762,9 +760,7 @@ void Emitter::emit(const std::string& symbol) {
   }
   find_next_row_reads();
   const int last = int(k_.loops.size()) - 1;
-  if (defer && prefetch_loop_ == last)  // the last loop's stores now run in the host: prefetch there, if it can
-    prefetch_loop_ = lg_.nodes[size_t(k_.loops[size_t(k_.deferred_host)].node)].kind == LoopNode::Kind::Pointwise
-                         ? k_.deferred_host : -1;
+  if (defer && prefetch_loop_ == last) prefetch_loop_ = k_.deferred_host;  // the last loop now runs in the host
   begin_ = fn_->getArg(unsigned(args_.size()));
   end_ = fn_->getArg(unsigned(args_.size() + 1));
   status_ = fn_->getArg(unsigned(args_.size() + 2));
@@ -773,11 +769,10 @@ void Emitter::emit(const std::string& symbol) {
     registers_.clear();
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
-      const bool reduction = lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction;
       const int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
       if (defer && int(i) == last) continue;  // written one row late, by the host
       if (defer && int(i) == k_.deferred_host) emit_host(l, par, int(i) == prefetch_loop_, row_range().first);
-      else if (reduction) emit_reduction(l);
+      else if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
       else emit_pointwise(l, par, int(i) == prefetch_loop_);
     }
   });

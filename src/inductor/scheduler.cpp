@@ -316,9 +316,19 @@ struct Builder {
       aligned = aligned && atom->key == row_key && coefficient * element % runtime::kStreamAlignment == 0;
     if (!aligned) return "its rows do not start on 64-byte boundaries";
     // What the last loop reads from this kernel must still hold the previous row's values: kernel-local rows
-    // (two of them in codegen) or results stored once per row.
+    // (two of them in codegen, within the kernel's scratch budget) or results stored once per row.
     std::vector<std::pair<int, Index>> loads;
     s_loads(last.value, loads);
+    int64_t scratch = 0;
+    std::set<int> doubled;
+    for (int b : k.local_buffers) {
+      int64_t row_bytes = lg.buffers[size_t(b)].nbytes() / std::max<int64_t>(shape_numel(k.outer), 1);
+      scratch += row_bytes;
+      for (const auto& ld : loads)
+        if (ld.first == b && doubled.insert(b).second) scratch += row_bytes;
+    }
+    if (scratch > kMaxLocalBytesPerKernel)
+      return fmt::format("two rows of its kernel-local buffers would exceed {} bytes of scratch", kMaxLocalBytesPerKernel);
     for (const auto& [buffer, ix] : loads)
       for (size_t i = 0; i + 1 < k.loops.size(); ++i) {
         const KernelLoop& w = k.loops[i];
