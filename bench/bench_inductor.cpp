@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "bench_util.h"
 #include "core/device.h"
@@ -143,8 +144,15 @@ const bool kUserGraphRegistered = [] {
   const char* path = std::getenv("KILN_BENCH_GRAPH");
   if (!path || !*path) return false;
   benchmark::RegisterBenchmark(fmt::format("inductor/graph:{}", path).c_str(), [path = std::string(path)](benchmark::State& state) {
-    graph::Graph g = graph::load_graph(path);
-    run_case(state, g, input_and_output_bytes(g), true);
+    std::optional<graph::Graph> g;
+    try {
+      g = graph::load_graph(path);
+    } catch (const std::exception& e) {
+      return state.SkipWithError(e.what());
+    }
+    const int64_t bytes = input_and_output_bytes(*g);
+    if (bytes == 0) return state.SkipWithError("KILN_BENCH_GRAPH: the graph reads and writes no tensor bytes");
+    run_case(state, *g, bytes, true);
   })->UseRealTime()->Unit(benchmark::kMillisecond);
   return true;
 }();

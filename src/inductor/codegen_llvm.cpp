@@ -481,8 +481,9 @@ class Emitter {
     int locality = 3;
   };
   // for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With prefetching, in blocks of
-  // kPrefetchLines cache lines (`line` elements each): first prefetch each read's line for the block
-  // (x = i - x_offset in its index, moved by its `ahead` elements), then run the block's elements in a loop of
+  // kPrefetchLines cache lines of the output (`line` elements each): first prefetch each read's lines for the
+  // block (x = i - x_offset in its index, moved by its `ahead` elements; one prefetch per 64 bytes of that
+  // read, so an input wider than the output gets more per block), then run the block's elements in a loop of
   // constant trip count (vectorised and unrolled without runtime checks; one line per step cost layer norm a
   // fifth of its time in loop control once vectors were 16 floats); the last partial block runs as a plain loop.
   static constexpr int64_t kPrefetchLines = 4;
@@ -493,10 +494,10 @@ class Emitter {
     Value* full = b_.CreateMul(b_.CreateSDiv(b_.CreateSub(hi, lo), c64(block)), c64(block));
     Value* blocks_end = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateAdd(lo, full), lo);
     loop(lo, blocks_end, [&](Value* start) {
-      for (int64_t l = 0; l < kPrefetchLines; ++l) {
-        Value* x = b_.CreateSub(b_.CreateAdd(start, c64(l * line)), x_offset);
-        for (const RowRead& r : *prefetch.reads) {
-          vars_[r.var_key] = x;
+      for (const RowRead& r : *prefetch.reads) {
+        const int64_t read_line = std::max<int64_t>(1, 64 / dtype_size(lg_.buffers[size_t(r.buffer)].dtype));
+        for (int64_t e = 0; e < block; e += read_line) {
+          vars_[r.var_key] = b_.CreateSub(b_.CreateAdd(start, c64(e)), x_offset);
           Value* at = b_.CreateAdd(index(r.index), c64(r.ahead));
           const Buffer& buf = lg_.buffers[size_t(r.buffer)];
           // Not inbounds: the line ahead may lie past the buffer's end (a prefetch never faults).
@@ -512,7 +513,8 @@ class Emitter {
   }
 
   // Rows the kernel's first loop reads from memory, one element per step of its only loop variable: the
-  // kernel's most expensive later pointwise loop (prefetch_loop_) prefetches their next-outer-point lines.
+  // kernel's most expensive pointwise loop after the first (prefetch_loop_; with deferred row writes, the
+  // host, which may be the first) prefetches their next-outer-point lines.
   // Only for kernels of several loops over an outer nest (layer norm, softmax): the first loop's reads go to
   // memory, the later loops compute from cache, and without prefetching the memory sits idle while they do;
   // the most expensive loop (softmax's exp, not its division) gives the lines the most time to arrive.
@@ -520,7 +522,8 @@ class Emitter {
     int buffer;
     Index index;          // the load's index
     std::string var_key;  // its loop variable
-    int64_t ahead;        // elements from the line read now to the line to prefetch (the next outer point's row)
+    int64_t ahead;        // elements from the line read now to the line to prefetch (the next outer point's row,
+                          // or kPrefetchAheadBytes ahead)
   };
   std::vector<RowRead> next_row_reads_;
   int prefetch_loop_ = -1;
@@ -591,6 +594,7 @@ class Emitter {
   std::string row_key_;                    // the outer variable the rows run along
   std::map<int, int64_t> double_rows_;     // kernel-local buffers the deferred loop reads -> elements per row
   std::function<void(Value*)> deferred_;   // while emitting the host: the last loop's body at element x
+  int deferred_bodies_ = 0;                // how many times it was emitted (the host must run it)
 
   static std::string row_var_key(const std::vector<Index>& vars) {
     for (const Index& v : vars)
@@ -607,6 +611,7 @@ class Emitter {
     auto saved_memo = std::move(memo_);
     registers_.clear();
     memo_.clear();
+    ++deferred_bodies_;
     vars_[row_key_] = b_.CreateSub(vars_.at(row_key_), c64(1), "", true, true);
     vars_[row_var_key(std::vector<Index>(last.idx.begin() + int64_t(k_.outer_vars.size()), last.idx.end()))] = x;
     store(n.buffer, ix_linear(last.idx, n.sizes), value(last.value), last.value->dtype);
@@ -634,8 +639,13 @@ class Emitter {
     for (bool deferring : {true, false}) {
       b_.SetInsertPoint(deferring ? with : without);
       if (deferring) deferred_ = [&](Value* x) { emit_last_loop_body(x); };
+      const int before = deferred_bodies_;
       emit_pointwise(l, parallel, prefetch);
       deferred_ = nullptr;
+      // The host's element loop is where the body goes (not its streamed or single-point forms, which the
+      // scheduler excludes); without it the rows would silently go unwritten.
+      KILN_CHECK(!deferring || deferred_bodies_ > before, "codegen: kernel {}: host loop {} did not emit the deferred "
+                 "last loop", k_.name, k_.deferred_host);
       b_.CreateBr(join);
     }
     b_.SetInsertPoint(join);

@@ -3,9 +3,9 @@
 // a short polynomial with the exponent applied by vscalefps (0.54-0.61 against 0.27 ns per element per core on
 // the development machine's Ice Lake). The generated code calls a scalar function whose calls carry a
 // vector-function-abi-variant attribute naming 8- and 16-lane versions: the loop vectoriser widens the calls
-// to them, and after the O2 pipeline they are inlined, so the loop keeps its constants in registers (a libmvec
-// call clobbers every vector register). Scalar remainders compute exactly the same polynomial: a result does
-// not depend on where its element falls in the loop.
+// to them, and after the O2 pipeline they are inlined, so the backend keeps the loop's constants in registers
+// (a libmvec call clobbers every vector register). Scalar remainders compute exactly the same polynomial: a
+// result does not depend on where its element falls in the loop.
 #pragma once
 
 namespace llvm {
@@ -20,8 +20,9 @@ namespace kiln::runtime {
 bool has_fast_vector_math();
 
 // e^x of an f32 `x` through kiln_expf (defined in `m` on first use): at most 2 ulp from the correctly rounded
-// result (checked on every 7th f32 in [-110, 90]); +-inf, NaN, overflow to inf and underflow through the
-// subnormals to 0 as expf. Only where has_fast_vector_math().
+// result (1.92 at worst over every 7th f32 in [-110, 90], measured once in C; tests/test_inductor.cpp checks
+// 100k points and the edge values); +-inf, NaN, overflow to inf and underflow through the subnormals to 0 as
+// expf. Only where has_fast_vector_math().
 llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value* x);
 
 // After the O2 pipeline: inlines kiln's vector-math functions (scalar and vector) into their callers and
