@@ -50,6 +50,18 @@ TEST(Compare, NanIntegerAndShapeRules) {
   CompareVerdict eager_nan = compare_outputs({vec({NAN, 1})}, {vec({0.5f, 1})}, {vec64({0.5, 1})});
   EXPECT_TRUE(eager_nan.ok);
   EXPECT_EQ(eager_nan.outputs[0].rule, "nan");
+  // One NaN that all three agree on does not hide another element: compiled lost a NaN eager and fp64 have,
+  // compiled added one, or compiled is far off elsewhere.
+  CompareVerdict lost = compare_outputs({vec({NAN, NAN, 1})}, {vec({NAN, 9, 1})}, {vec64({NAN, NAN, 1})});
+  EXPECT_FALSE(lost.ok);
+  EXPECT_EQ(lost.outputs[0].rule, "nan");
+  EXPECT_NE(lost.outputs[0].detail.find("1 NaN(s) of eager and fp64"), std::string::npos) << lost.str();
+  EXPECT_FALSE(compare_outputs({vec({NAN, 2, 1})}, {vec({NAN, NAN, 1})}, {vec64({NAN, 2, 1})}).ok);
+  CompareVerdict far = compare_outputs({vec({NAN, 2, 1})}, {vec({NAN, 5, 1})}, {vec64({NAN, 2, 1})});
+  EXPECT_FALSE(far.ok);
+  EXPECT_EQ(far.outputs[0].rule, "rmse");
+  // Infinities in the same places are equal in the RMSE rule too (not inf - inf = NaN).
+  EXPECT_TRUE(compare_outputs({vec({INFINITY, 1.01f})}, {vec({INFINITY, 1.001f})}, {vec64({INFINITY, 1.0})}).ok);
   Tensor i1 = Tensor::from_vector<int64_t>({1, 2}, {2}), i2 = Tensor::from_vector<int64_t>({1, 3}, {2});
   EXPECT_FALSE(compare_outputs({i1}, {i2}).ok);
   CompareOptions ignore;

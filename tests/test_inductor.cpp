@@ -247,15 +247,17 @@ TEST(Inductor, ViewsLowerToIndexArithmetic) {
 
 TEST(Inductor, MaxAndMinReductionsKeepNaNInfinityAndSignedZero) {
   graph::Graph g = parse(
-      "graph m(%x: f32[4, 9]) {\n  %a = amax(%x, [1]) : f32[4]\n  %b = amin(%x, [1]) : f32[4]\n"
-      "  %c = argmax(%x, 1) : i64[4]\n  return %a, %b, %c\n}\n");
-  const float inf = INFINITY, nan = NAN;
+      "graph m(%x: f32[6, 9]) {\n  %a = amax(%x, [1]) : f32[6]\n  %b = amin(%x, [1]) : f32[6]\n"
+      "  %c = argmax(%x, 1) : i64[6]\n  return %a, %b, %c\n}\n");
+  const float inf = INFINITY, nan = NAN, negative_nan = -NAN;
   Tensor x = Tensor::from_vector<float>(
       {1, 2, nan, 4, 5, -3, 0, 8, 2,                  // a NaN wins
        -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf,
        -0.0f, 0.0f, -0.0f, -1, -2, 0.0f, -0.0f, -5, -7,
-       3, 3, 1e30f, -1e30f, inf, 2, -inf, 0, 1},
-      {4, 9});
+       3, 3, 1e30f, -1e30f, inf, 2, -inf, 0, 1,
+       1, 2, 3, negative_nan, 5, 6, 7, 8, 9,          // a NaN with its sign bit set wins too
+       inf, inf, inf, inf, inf, inf, inf, inf, inf},
+      {6, 9});
   CompareVerdict v = compiled_vs_interpreter(g, {x});
   EXPECT_TRUE(v.ok) << v.str();
 }

@@ -680,11 +680,14 @@ class Emitter {
         break;
     }
     b_.CreateStore(init, acc);
-    llvm::AllocaInst* nan_seen = entry_alloca(b_.getInt1Ty());
-    b_.CreateStore(b_.getFalse(), nan_seen);
     llvm::Type* key_type = fl ? b_.getIntNTy(unsigned(t->getPrimitiveSizeInBits())) : nullptr;
     llvm::AllocaInst* key_acc = fl ? entry_alloca(key_type) : nullptr;
-    if (fl) b_.CreateStore(float_key(init), key_acc);
+    // Float max/min: the opposite extreme of the keys, which tells after the loop whether a NaN was seen.
+    llvm::AllocaInst* other_key_acc = fl ? entry_alloca(key_type) : nullptr;
+    if (fl) {
+      b_.CreateStore(float_key(init), key_acc);
+      b_.CreateStore(float_key(llvm::ConstantFP::getInfinity(t, n.reduce == ReduceOp::Min)), other_key_acc);
+    }
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     nest(l.ridx, n.rsizes, 0, -1, [&] {
@@ -704,13 +707,18 @@ class Emitter {
         case ReduceOp::Max: case ReduceOp::Min: {
           bool mx = n.reduce == ReduceOp::Max;
           if (fl) {
-            // An integer max/min over order-preserving keys of the float bits (a reduction LLVM vectorises)
-            // plus a separate "saw a NaN" flag that makes the result NaN after the loop: the same answer as a
-            // NaN-propagating maximum (-0 < +0 included), vectorised.
-            b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), nan_seen), b_.CreateFCmpUNO(v, v)), nan_seen);
-            Value* k = b_.CreateLoad(key_type, key_acc);
-            b_.CreateStore(b_.CreateBinaryIntrinsic(mx ? llvm::Intrinsic::smax : llvm::Intrinsic::smin, k, float_key(v)),
-                           key_acc);
+            // An integer max/min over order-preserving keys of the float bits (a reduction LLVM vectorises),
+            // and the opposite extreme beside it: a NaN's key lies beyond both infinities' (above +inf's with
+            // the sign bit clear, below -inf's with it set), so the two extremes tell after the loop whether a
+            // NaN was seen, which makes the result NaN. The same answer as a NaN-propagating maximum (-0 < +0
+            // included), vectorised; one integer max per vector instead of an unordered compare and a mask or.
+            Value* key = float_key(v);
+            auto extreme = [&](llvm::AllocaInst* slot, bool max) {
+              b_.CreateStore(b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin,
+                                                      b_.CreateLoad(key_type, slot), key), slot);
+            };
+            extreme(key_acc, mx);
+            extreme(other_key_acc, !mx);
             r = a;
           }
           else if (dt == DType::Bool) r = mx ? b_.CreateOr(a, v) : b_.CreateAnd(a, v);
@@ -735,8 +743,15 @@ class Emitter {
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
     if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min)) {
-      result = b_.CreateBitCast(float_key(b_.CreateLoad(key_type, key_acc), /*inverse=*/true), t);
-      result = b_.CreateSelect(b_.CreateLoad(b_.getInt1Ty(), nan_seen), llvm::ConstantFP::getNaN(t), result);
+      Value* key = b_.CreateLoad(key_type, key_acc);
+      Value* other = b_.CreateLoad(key_type, other_key_acc);
+      const bool mx = n.reduce == ReduceOp::Max;
+      Value* highest = mx ? key : other;
+      Value* lowest = mx ? other : key;
+      Value* nan_seen = b_.CreateOr(b_.CreateICmpSGT(highest, float_key(llvm::ConstantFP::getInfinity(t, false))),
+                                    b_.CreateICmpSLT(lowest, float_key(llvm::ConstantFP::getInfinity(t, true))));
+      result = b_.CreateBitCast(float_key(key, /*inverse=*/true), t);
+      result = b_.CreateSelect(nan_seen, llvm::ConstantFP::getNaN(t), result);
     }
     DType result_dt = dt;
     if (arg) {
