@@ -26,7 +26,8 @@ bool has_fast_vector_math();
 llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value* x);
 
 // After the O2 pipeline: inlines kiln's vector-math functions (scalar and vector) into their callers and
-// deletes them, so the object defines only the kernel. A no-op on modules that do not use them.
+// deletes them, unless the module calls them from more sites than inlining is worth in code generation time
+// (then they stay internal functions). A no-op on modules that do not use them.
 void inline_vector_math(llvm::Module& m);
 
 }  // namespace kiln::runtime
