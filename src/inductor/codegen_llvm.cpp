@@ -53,8 +53,23 @@ class Emitter {
   // polynomials, which remain for machines without it, and at least as fast (softmax 4096x4096 on one thread,
   // libmvec's expf against the inline polynomial with FMA: 15 vs 19 ms at 256 bits, 11.8 vs 12.4 ms at 512).
   const bool vector_math_ = runtime::KernelJit::instance().vector_math();
-  // On AVX-512 hosts f32 e^x is kiln's own vector polynomial (runtime/vector_math.h): half libmvec's cost.
-  const bool fast_exp_ = runtime::has_fast_vector_math();
+  // On AVX-512 hosts f32 e^x is kiln's own vector polynomial (runtime/vector_math.h): half libmvec's cost, but
+  // inlined at every vectorised call site, at about 0.5 ms of code generation each. Kernels with more than
+  // kMaxFastExpSites f32 exps call libmvec's instead: chain100's seven sigmoids vectorise into 20 sites (13-21 ms
+  // to generate inlined, 8-10 ms as libmvec calls, the same run time: its time is in sin, tanh and cos), while
+  // softmax's one exp (9 sites with its deferred writes) runs at 0.57-0.63 of copy bandwidth inlined against
+  // 0.45-0.56 as calls.
+  static constexpr int kMaxFastExpSites = 2;
+  const bool fast_exp_ = runtime::has_fast_vector_math() && f32_exp_sites(k_) <= kMaxFastExpSites;
+  static int f32_exp_sites(const Kernel& k) {
+    std::set<const SNode*> seen;
+    std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
+      if (!seen.insert(e.get()).second) return;
+      for (const SExpr& a : e->args) visit(a);
+    };
+    for (const KernelLoop& l : k.loops) visit(l.value);
+    return int(std::count_if(seen.begin(), seen.end(), [](const SNode* n) { return n->op == SOp::Exp && n->dtype == DType::F32; }));
+  }
 
   llvm::Type* i64() { return b_.getInt64Ty(); }
   Value* c64(int64_t v) { return b_.getInt64(uint64_t(v)); }

@@ -100,13 +100,6 @@ llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value
   return call;
 }
 
-// Inlining costs code generation time per call site (about 0.5 ms each on the development machine: chain100,
-// with seven sigmoids vectorised into 20 calls, took 13-21 ms to generate code inlined against 8-10 as calls);
-// it pays where exp is the loop's work (softmax 4096x4096, 9 call sites: 0.57-0.63 of copy bandwidth inlined,
-// 0.45-0.56 as calls). Beyond kMaxInlinedCalls call sites the functions stay functions, compiled once per
-// module.
-constexpr size_t kMaxInlinedCalls = 12;
-
 void inline_vector_math(llvm::Module& m) {
   std::vector<llvm::Function*> functions;
   for (const char* name : {kScalarExp, kVectorExp[0], kVectorExp[1]})
@@ -115,21 +108,16 @@ void inline_vector_math(llvm::Module& m) {
   llvm::removeFromUsedLists(m, [&](llvm::Constant* c) {
     return std::find(functions.begin(), functions.end(), c) != functions.end();
   });
-  std::vector<std::vector<llvm::CallBase*>> calls(functions.size());
-  size_t total = 0;
-  for (size_t i = 0; i < functions.size(); ++i) {
-    functions[i]->removeDeadConstantUsers();  // the llvm.compiler.used array removeFromUsedLists replaced
-    for (llvm::User* user : functions[i]->users())
-      if (auto* call = llvm::dyn_cast<llvm::CallBase>(user)) calls[i].push_back(call);
-    total += calls[i].size();
-  }
-  for (size_t i = 0; i < functions.size(); ++i) {
-    if (total <= kMaxInlinedCalls)
-      for (llvm::CallBase* call : calls[i]) {
-        llvm::InlineFunctionInfo info;
-        llvm::InlineFunction(*call, info);
-      }
-    if (functions[i]->use_empty()) functions[i]->eraseFromParent();
+  for (llvm::Function* fn : functions) {
+    fn->removeDeadConstantUsers();  // the llvm.compiler.used array removeFromUsedLists replaced
+    std::vector<llvm::CallBase*> calls;
+    for (llvm::User* user : fn->users())
+      if (auto* call = llvm::dyn_cast<llvm::CallBase>(user)) calls.push_back(call);
+    for (llvm::CallBase* call : calls) {
+      llvm::InlineFunctionInfo info;
+      llvm::InlineFunction(*call, info);
+    }
+    if (fn->use_empty()) fn->eraseFromParent();
   }
 }
 

@@ -26,8 +26,9 @@ bool has_fast_vector_math();
 llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value* x);
 
 // After the O2 pipeline: inlines kiln's vector-math functions (scalar and vector) into their callers and
-// deletes them, unless the module calls them from more sites than inlining is worth in code generation time
-// (then they stay internal functions). A no-op on modules that do not use them.
+// deletes them, so the object defines only the kernel. Each inlined site costs code generation time: the code
+// generator uses these functions only in kernels with few exps (codegen_llvm.cpp kMaxFastExpSites). A no-op
+// on modules that do not use them.
 void inline_vector_math(llvm::Module& m);
 
 }  // namespace kiln::runtime
