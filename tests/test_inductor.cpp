@@ -151,8 +151,9 @@ TEST(Inductor, StreamedStoresKeepResultsExactAtAnyAlignment) {
 }
 
 // Softmax-shaped kernels whose output streams: the last loop runs one row late inside the exp loop of the next
-// row, and each thread writes its last row after its loop. Rows of 4112 floats (64-byte aligned, kernel-local)
-// and an odd row count, so the threads' ranges differ; the second graph's last loop also reads the input row.
+// row, and each sweep of rows writes its last row after its loop. Rows of 4112 floats (64-byte aligned,
+// kernel-local) and an odd row count, so the threads' ranges differ; the second graph's last loop also reads
+// the input row; the third has batches of rows (two outer variables).
 // A row length that breaks the alignment is refused, with the reason, and stays correct.
 TEST(Inductor, DeferredRowWritesMatchTheInterpreter) {
   const int64_t cols = 4112, rows = (runtime::last_level_cache_bytes() / 2 / 4 / cols + 8) | 1;
@@ -165,8 +166,13 @@ TEST(Inductor, DeferredRowWritesMatchTheInterpreter) {
       "  %e = exp(%x) : f32[{0}, {1}]\n  %s = sum(%e, [1], True) : f32[{0}, 1]\n  %q = div(%e, %s) : f32[{0}, {1}]\n"
       "  %y = add(%q, %x) : f32[{0}, {1}]\n", rows, cols);
   const std::string misaligned = fmt::format("  %y = softmax(%x, -1) : f32[{}, {}]\n", rows, cols + 1);
+  // Three batches of rows: the threads split the batches, and each batch's sweep of rows starts without a
+  // previous row and ends by writing its last.
+  const int64_t per_batch = (rows / 3) | 1;
+  graph::Graph batched = parse(fmt::format(
+      "graph b(%x: f32[3, {0}, {1}]) {{\n  %y = softmax(%x, -1) : f32[3, {0}, {1}]\n  return %y\n}}\n", per_batch, cols));
   for (const auto& [g, deferred] : {std::pair{shaped(cols, softmax), true}, std::pair{shaped(cols, plus_input), true},
-                                    std::pair{shaped(cols + 1, misaligned), false}}) {
+                                    std::pair{batched, true}, std::pair{shaped(cols + 1, misaligned), false}}) {
     runtime::KernelJit::instance().reset_stats();
     std::shared_ptr<CompiledGraph> c = compile(g);
     std::string decision;

@@ -634,13 +634,12 @@ class Emitter {
     registers_ = std::move(saved_registers);
     memo_ = std::move(saved_memo);
   }
-  // The rows this call runs: [begin, end) when the threads split them, else all.
+  // The rows one sweep of the row variable (the innermost outer one) runs: [begin, end) when the threads split
+  // them, else all.
   std::pair<Value*, Value*> row_range() {
-    for (size_t d = 0; d < k_.outer_vars.size(); ++d)
-      if (!k_.outer_vars[d].is_constant())
-        return k_.parallel_loop == -1 && k_.parallel_dim == int(d) ? std::make_pair(begin_, end_)
-                                                                   : std::make_pair(c64(0), c64(k_.outer[d]));
-    return {c64(0), c64(1)};
+    const size_t r = innermost(k_.outer_vars);
+    return k_.parallel_loop == -1 && k_.parallel_dim == int(r) ? std::make_pair(begin_, end_)
+                                                               : std::make_pair(c64(0), c64(k_.outer[r]));
   }
   // The (pointwise) host loop of the current row: twice, with the previous row's writes (row > first) and
   // without (a thread's first row).
@@ -809,7 +808,7 @@ void Emitter::emit(const std::string& symbol) {
   const bool defer = k_.deferred_host >= 0;
   std::set<int> read_by_last;
   if (defer) {
-    row_key_ = row_var_key(k_.outer_vars);
+    row_key_ = k_.outer_vars[innermost(k_.outer_vars)].terms[0].first->key;
     std::vector<std::pair<int, Index>> loads;
     s_loads(k_.loops.back().value, loads);
     for (const auto& ld : loads) read_by_last.insert(ld.first);
@@ -834,7 +833,7 @@ void Emitter::emit(const std::string& symbol) {
   end_ = fn_->getArg(unsigned(args_.size() + 1));
   status_ = fn_->getArg(unsigned(args_.size() + 2));
   const int outer_parallel = k_.parallel_loop == -1 ? k_.parallel_dim : -1;
-  nest(k_.outer_vars, k_.outer, 0, outer_parallel, [&] {
+  auto row = [&] {  // the kernel's loops at one outer point
     registers_.clear();
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
@@ -844,18 +843,27 @@ void Emitter::emit(const std::string& symbol) {
       else if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
       else emit_pointwise(l, par, int(i) == prefetch_loop_);
     }
-  });
-  if (defer) {  // the last row of this thread's range
-    auto [first, end] = row_range();
-    auto* write = llvm::BasicBlock::Create(ctx_, "last_row", fn_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
-    b_.CreateCondBr(b_.CreateICmpSLT(first, end), write, done);
-    b_.SetInsertPoint(write);
-    vars_[row_key_] = b_.CreateSub(end, c64(1));
-    registers_.clear();
-    emit_pointwise(k_.loops.back(), -1, false);
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+  };
+  if (!defer) {
+    nest(k_.outer_vars, k_.outer, 0, outer_parallel, row);
+  } else {
+    // The outer variables before the row variable as usual; each sweep of the row variable, then its last row.
+    nest(k_.outer_vars, k_.outer, 0, outer_parallel, [&] {
+      auto [first, end] = row_range();
+      loop(first, end, [&](Value* r) {
+        vars_[row_key_] = r;
+        row();
+      });
+      auto* write = llvm::BasicBlock::Create(ctx_, "last_row", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "done", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(first, end), write, done);
+      b_.SetInsertPoint(write);
+      vars_[row_key_] = b_.CreateSub(end, c64(1));
+      registers_.clear();
+      emit_pointwise(k_.loops.back(), -1, false);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    }, innermost(k_.outer_vars));
   }
   b_.CreateRetVoid();
 

@@ -287,21 +287,22 @@ struct Builder {
   // row with streaming stores after the row's other loops have run: a burst the core can only wait out (a dozen
   // lines in flight at a time) with nothing to compute meanwhile. Instead the last loop runs one row late,
   // inside the next row's most expensive pointwise, non-streamed loop over the same row length (the host; ties
-  // go to the later loop), so its stores drain while the
-  // host computes, as a copy's stores drain while it loads; each thread writes its last row after its loop.
+  // go to the later loop), so its stores drain while the host computes, as a copy's stores drain while it
+  // loads; each sweep of the row variable writes its last row after its loop.
   // Softmax 4096x4096 on the development machine, hand-written in C: 0.60-0.67 of copy bandwidth without,
   // 0.74 with. Returns why a kernel does not qualify ("" when it does, with the host in `host`).
   std::string deferral_refusal(const Kernel& k, int& host) const {
     if (k.loops.size() < 2) return "a single loop";
     if (k.parallel_loop != -1) return "the threads split a loop, not the rows";
+    // Rows run along the innermost outer variable; each sweep of it (one per point of the outer variables
+    // before it) starts without a previous row and ends by writing its last row (codegen).
     size_t rows = k.outer_vars.size();
     for (size_t d = 0; d < k.outer_vars.size(); ++d)
-      if (!k.outer_vars[d].is_constant()) {
-        if (rows != k.outer_vars.size()) return "more than one row variable";
-        rows = d;
-      }
+      if (!k.outer_vars[d].is_constant()) rows = d;
     if (rows == k.outer_vars.size()) return "no row variable";
-    if (k.parallel_dim != -1 && k.parallel_dim != int(rows)) return "the threads split another dimension";
+    std::set<std::string> outer_keys;
+    for (const Index& v : k.outer_vars)
+      if (!v.is_constant()) outer_keys.insert(v.terms[0].first->key);
     const KernelLoop& last = k.loops.back();
     const LoopNode& ln = lg.nodes[size_t(last.node)];
     if (ln.kind != LoopNode::Kind::Pointwise || !last.stream) return "the last loop is not a streamed pointwise loop";
@@ -311,10 +312,9 @@ struct Builder {
     if (ix_coefficient(at, along->first) != 1) return "the last loop does not write its row contiguously";
     const Index row_start = ix_add(at, ix_scale(along->first, -1));
     const int64_t element = dtype_size(lg.buffers[size_t(ln.buffer)].dtype);
-    const std::string& row_key = k.outer_vars[rows].terms[0].first->key;
     bool aligned = row_start.constant * element % runtime::kStreamAlignment == 0;
     for (const auto& [atom, coefficient] : row_start.terms)
-      aligned = aligned && atom->key == row_key && coefficient * element % runtime::kStreamAlignment == 0;
+      aligned = aligned && outer_keys.count(atom->key) && coefficient * element % runtime::kStreamAlignment == 0;
     if (!aligned) return "its rows do not start on 64-byte boundaries";
     // What the last loop reads from this kernel must still hold the previous row's values: kernel-local rows
     // (two of them in codegen, within the kernel's scratch budget) or results stored once per row.
@@ -338,7 +338,7 @@ struct Builder {
           continue;
         const Index wat = ix_linear(w.idx, wn.sizes);
         bool per_row = ix_coefficient(wat, k.outer_vars[rows]) != 0;
-        for (const auto& [atom, coefficient] : wat.terms) per_row = per_row && atom->key == row_key;
+        for (const auto& [atom, coefficient] : wat.terms) per_row = per_row && outer_keys.count(atom->key);
         if (!per_row) return fmt::format("it reads {}, written in memory by more than one point per row", wn.origin);
       }
     int best = -1;
