@@ -607,7 +607,7 @@ class Emitter {
   // ---- deferred row writes (the scheduler's choose_deferred_stores): the last loop runs one row late, inside
   // the host loop of the next row, and after the outer loop for the last row of the thread's range.
   std::string row_key_;                    // the outer variable the rows run along
-  std::map<int, int64_t> double_rows_;     // kernel-local buffers the deferred loop reads -> elements per row
+  std::map<int, int64_t> double_rows_;     // Kernel::two_row_buffers -> elements per row
   std::function<void(Value*)> deferred_;   // while emitting the host: the last loop's body at element x
   int deferred_bodies_ = 0;                // how many times it was emitted (the host must run it)
 
@@ -806,19 +806,13 @@ void Emitter::emit(const std::string& symbol) {
   b_.SetInsertPoint(entry);
   for (size_t i = 0; i < args_.size(); ++i) ptrs_.push_back(fn_->getArg(unsigned(i)));
   const bool defer = k_.deferred_host >= 0;
-  std::set<int> read_by_last;
-  if (defer) {
-    row_key_ = k_.outer_vars[innermost(k_.outer_vars)].terms[0].first->key;
-    std::vector<std::pair<int, Index>> loads;
-    s_loads(k_.loops.back().value, loads);
-    for (const auto& ld : loads) read_by_last.insert(ld.first);
-  }
+  if (defer) row_key_ = k_.outer_vars[innermost(k_.outer_vars)].terms[0].first->key;
   for (int b : k_.local_buffers) {
     const Buffer& buf = lg_.buffers[size_t(b)];
     int64_t outer = shape_numel(Shape(buf.sizes.begin(), buf.sizes.begin() + int64_t(k_.outer.size())));
     int64_t row_elements = shape_numel(buf.sizes) / std::max<int64_t>(outer, 1);
     int64_t rows = 1;
-    if (read_by_last.count(b)) {
+    if (std::find(k_.two_row_buffers.begin(), k_.two_row_buffers.end(), b) != k_.two_row_buffers.end()) {
       double_rows_[b] = row_elements;
       rows = 2;
     }

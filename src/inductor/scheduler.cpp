@@ -254,6 +254,10 @@ struct Builder {
     }
   }
 
+  static bool is_local(const Kernel& k, int buffer) {
+    return std::find(k.local_buffers.begin(), k.local_buffers.end(), buffer) != k.local_buffers.end();
+  }
+
   // Streaming (non-temporal) stores write a buffer without first reading its cache lines and without evicting
   // what the kernel reads: for a buffer larger than half the last-level cache, which would not stay in cache
   // for its next reader anyway, they save a third of the traffic of a streaming kernel (read a, read b, write c
@@ -265,9 +269,7 @@ struct Builder {
         const LoopNode& n = lg.nodes[size_t(k.loops[i].node)];
         if (n.kind != LoopNode::Kind::Pointwise) continue;
         const Buffer& buf = lg.buffers[size_t(n.buffer)];
-        if (buf.nbytes() < threshold ||
-            std::find(k.local_buffers.begin(), k.local_buffers.end(), n.buffer) != k.local_buffers.end())
-          continue;
+        if (buf.nbytes() < threshold || is_local(k, n.buffer)) continue;
         bool read_back = false;
         for (size_t j = i + 1; j < k.loops.size() && !read_back; ++j) {
           std::vector<std::pair<int, Index>> loads;
@@ -291,7 +293,7 @@ struct Builder {
   // loads; each sweep of the row variable writes its last row after its loop.
   // Softmax 4096x4096 on the development machine, hand-written in C: 0.60-0.67 of copy bandwidth without,
   // 0.74 with. Returns why a kernel does not qualify ("" when it does, with the host in `host`).
-  std::string deferral_refusal(const Kernel& k, int& host) const {
+  std::string deferral_refusal(const Kernel& k, int& host, std::vector<int>& two_rows) const {
     if (k.loops.size() < 2) return "a single loop";
     if (k.parallel_loop != -1) return "the threads split a loop, not the rows";
     // Rows run along the innermost outer variable; each sweep of it (one per point of the outer variables
@@ -321,12 +323,14 @@ struct Builder {
     std::vector<std::pair<int, Index>> loads;
     s_loads(last.value, loads);
     int64_t scratch = 0;
-    std::set<int> doubled;
+    two_rows.clear();
     for (int b : k.local_buffers) {
       int64_t row_bytes = lg.buffers[size_t(b)].nbytes() / std::max<int64_t>(shape_numel(k.outer), 1);
       scratch += row_bytes;
-      for (const auto& ld : loads)
-        if (ld.first == b && doubled.insert(b).second) scratch += row_bytes;
+      if (std::any_of(loads.begin(), loads.end(), [&](const auto& ld) { return ld.first == b; })) {
+        two_rows.push_back(b);
+        scratch += row_bytes;
+      }
     }
     if (scratch > kMaxLocalBytesPerKernel)
       return fmt::format("two rows of its kernel-local buffers would exceed {} bytes of scratch", kMaxLocalBytesPerKernel);
@@ -334,8 +338,7 @@ struct Builder {
       for (size_t i = 0; i + 1 < k.loops.size(); ++i) {
         const KernelLoop& w = k.loops[i];
         const LoopNode& wn = lg.nodes[size_t(w.node)];
-        if (wn.buffer != buffer || std::find(k.local_buffers.begin(), k.local_buffers.end(), buffer) != k.local_buffers.end())
-          continue;
+        if (wn.buffer != buffer || is_local(k, buffer)) continue;
         const Index wat = ix_linear(w.idx, wn.sizes);
         bool per_row = ix_coefficient(wat, k.outer_vars[rows]) != 0;
         for (const auto& [atom, coefficient] : wat.terms) per_row = per_row && outer_keys.count(atom->key);
@@ -378,7 +381,8 @@ struct Builder {
     for (Kernel& k : out.kernels) {
       if (k.loops.empty() || !k.loops.back().stream) continue;
       int host = -1;
-      std::string why = deferral_refusal(k, host);
+      std::vector<int> two_rows;
+      std::string why = deferral_refusal(k, host, two_rows);
       const std::string& origin = lg.nodes[size_t(k.loops.back().node)].origin;
       if (why.empty() && !should_run("inductor", "defer", [&] { return fmt::format("{} in {}", origin, k.name); }))
         why = "refused by the bisection hook";
@@ -387,6 +391,7 @@ struct Builder {
         continue;
       }
       k.deferred_host = host;
+      k.two_row_buffers = std::move(two_rows);
       decide(fmt::format("{}: write {} one row late, during loop {} of the next row (its streaming stores drain while "
                          "that loop computes)", k.name, origin, host));
     }

@@ -41,6 +41,8 @@ struct Kernel {
   // The loop that also writes the last loop's row of the previous outer point (-1: none): the last loop runs one
   // row late, inside this one, so its streaming stores drain while this loop computes (choose_deferred_stores).
   int deferred_host = -1;
+  // Kernel-local buffers the deferred last loop reads: they hold two rows, by the parity of the row variable.
+  std::vector<int> two_row_buffers;
 };
 
 struct Step {
