@@ -26,6 +26,7 @@
 #include "ops/api.h"
 #include "ops/dispatch.h"
 #include "repro/isolate.h"
+#include "runtime/host_caches.h"
 #include "runtime/jit.h"
 #include "runtime/vector_math.h"
 
@@ -124,12 +125,13 @@ TEST(Inductor, SoftmaxComputesExpOnceIntoAKernelLocalRow) {
   EXPECT_TRUE(compiled_vs_interpreter(s, inputs).ok);
 }
 
-// Outputs larger than half the last-level cache are written with streaming (non-temporal) stores, from a loop
-// split at the first 64-byte boundary; the multi-loop kernel also prefetches its next row. Rows that start at
-// any alignment, odd lengths and the parallel split must keep every element right.
+// Outputs of at least KILN_STREAM_MIN_BYTES (set here, so every host runs the test at the same size) are written
+// with streaming (non-temporal) stores, from a loop split at the first 64-byte boundary; the multi-loop kernel
+// also prefetches its next row. Rows that start at any alignment, odd lengths and the parallel split must keep
+// every element right.
 TEST(Inductor, StreamedStoresKeepResultsExactAtAnyAlignment) {
-  const int64_t elems = runtime::last_level_cache_bytes() / 2 / 4 + 4099;
-  if (elems * 4 > (int64_t(128) << 20)) GTEST_SKIP() << "last-level cache too large for a quick test";
+  ScopedOption threshold(Opt::StreamMinBytes, "1M");
+  const int64_t elems = (int64_t(1) << 20) / 4 + 4099;
   const int64_t cols = (elems / 7) | 1, rows = 7, flat = elems | 1;
   std::vector<graph::Graph> graphs = {
       parse(fmt::format("graph p(%x: f32[{0}], %y: f32[{0}]) {{\n  %a = mul(%x, %y) : f32[{0}]\n"
@@ -150,14 +152,32 @@ TEST(Inductor, StreamedStoresKeepResultsExactAtAnyAlignment) {
   }
 }
 
+// The cache a process counts on: its CPUs' private caches plus their share of the last-level cache; a guest
+// counts at most kGuestLlcBytesPerCpu a CPU of what it is told is its LLC (the host socket's).
+TEST(Inductor, HostCachesCountAGuestsShareOfTheLastLevelCache) {
+  const int64_t mb = int64_t(1) << 20;
+  runtime::HostCaches vm{2 * mb, 260 * mb, 2, true, 2};
+  EXPECT_EQ(vm.usable_bytes(), 2 * 2 * mb + 2 * runtime::kGuestLlcBytesPerCpu) << vm.str();
+  runtime::HostCaches bare = vm;
+  bare.virtual_machine = false;
+  EXPECT_EQ(bare.usable_bytes(), 4 * mb + 260 * mb) << bare.str();
+  runtime::HostCaches server{mb, 32 * mb, 16, false, 4};  // 4 threads on a 16-core socket: a quarter of the LLC
+  EXPECT_EQ(server.usable_bytes(), 4 * mb + 8 * mb) << server.str();
+  {
+    ScopedOption forced(Opt::StreamMinBytes, "3M");
+    EXPECT_EQ(runtime::streaming_threshold_bytes(), 3 * mb);
+  }
+  EXPECT_EQ(runtime::streaming_threshold_bytes(), runtime::host_caches().usable_bytes() / 2);
+}
+
 // Softmax-shaped kernels whose output streams: the last loop runs one row late inside the exp loop of the next
 // row, and each sweep of rows writes its last row after its loop. Rows of 4112 floats (64-byte aligned,
 // kernel-local) and an odd row count, so the threads' ranges differ; the second graph's last loop also reads
 // the input row; the third has batches of rows (two outer variables).
 // A row length that breaks the alignment is refused, with the reason, and stays correct.
 TEST(Inductor, DeferredRowWritesMatchTheInterpreter) {
-  const int64_t cols = 4112, rows = (runtime::last_level_cache_bytes() / 2 / 4 / cols + 8) | 1;
-  if (rows * cols * 4 > (int64_t(128) << 20)) GTEST_SKIP() << "last-level cache too large for a quick test";
+  ScopedOption threshold(Opt::StreamMinBytes, "1M");
+  const int64_t cols = 4112, rows = ((int64_t(1) << 20) / 4 / cols + 8) | 1;
   auto shaped = [&](int64_t c, const std::string& body) {
     return parse(fmt::format("graph d(%x: f32[{0}, {1}]) {{\n{2}  return %y\n}}\n", rows, c, body));
   };

@@ -39,6 +39,9 @@ const std::vector<OptionSpec> kTable = {
     {Opt::CacheSizeLimit, "KILN_CACHE_SIZE_LIMIT", OptType::Int, "1G", "",
      "Size limit of the kernel cache in bytes (suffixes K, M, G); least recently used entries are evicted "
      "beyond it."},
+    {Opt::StreamMinBytes, "KILN_STREAM_MIN_BYTES", OptType::Int, "0", "",
+     "Compiled kernels write pointwise outputs at least this large (bytes; suffixes K, M, G) with streaming "
+     "(non-temporal) stores. 0 = half the cache this process can count on (docs/inductor.md, Streaming stores)."},
     {Opt::Verify, "KILN_VERIFY", OptType::Bool, "auto", "",
      "Run the graph verifier between passes. `auto` = on in builds without NDEBUG."},
     {Opt::Seed, "KILN_SEED", OptType::Int, "0", "",

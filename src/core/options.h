@@ -18,6 +18,7 @@ enum class Opt : uint8_t {
   Inject,
   CacheDir,
   CacheSizeLimit,
+  StreamMinBytes,
   Verify,
   Seed,
   BisectLimit,

@@ -18,6 +18,7 @@
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
 #include "ops/dispatch.h"
+#include "runtime/host_caches.h"
 #include "runtime/jit.h"
 
 namespace kiln {
@@ -223,7 +224,8 @@ std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOpti
       log_enabled(LogChannel::Lowering) || log_enabled(LogChannel::Bisect))
     return std::nullopt;
   uint64_t h = g.structural_hash();
-  for (char c : fmt::format("|fuse={}|inject={}", options.fuse, fmt::join(opt_list(Opt::Inject), ",")))
+  for (char c : fmt::format("|fuse={}|inject={}|stream={}", options.fuse, fmt::join(opt_list(Opt::Inject), ","),
+                            runtime::streaming_threshold_bytes()))
     h = (h ^ uint64_t(uint8_t(c))) * 1099511628211ull;
   return h;
 }

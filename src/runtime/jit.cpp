@@ -119,25 +119,6 @@ int mark_streaming_stores(llvm::Module& m) {
 
 }  // namespace
 
-int64_t last_level_cache_bytes() {
-  static const int64_t bytes = [] {
-    int64_t best = 0;
-    for (int i = 0; i < 8; ++i) {
-      std::ifstream in(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i));
-      std::string text;
-      if (!(in >> text) || text.empty()) continue;
-      int64_t v = std::atoll(text.c_str());
-      char unit = text.back();
-      if (unit == 'K') v <<= 10;
-      else if (unit == 'M') v <<= 20;
-      else if (unit == 'G') v <<= 30;
-      best = std::max(best, v);
-    }
-    return best > 0 ? best : int64_t(32) << 20;
-  }();
-  return bytes;
-}
-
 struct KernelJit::Impl {
   std::mutex mutex;
   std::unique_ptr<llvm::orc::LLJIT> jit;

@@ -64,10 +64,6 @@ class KernelJit {
 inline constexpr const char* kStreamMetadata = "kiln.stream";
 inline constexpr int64_t kStreamAlignment = 64;
 
-// Size of the host's largest (last-level) data cache in bytes, read once from sysfs (32 MB when unknown):
-// the scheduler streams stores to buffers that would not stay in it anyway.
-int64_t last_level_cache_bytes();
-
 // The status word kernels report errors through (one per run; 0 = ok).
 // Codes from kStatusInjectedBase up name the KILN_INJECT entry whose runtime_error fired (base + its index).
 enum KernelStatus : int32_t { kStatusOk = 0, kStatusZeroDivision = 2, kStatusInjectedBase = 16 };
