@@ -4,6 +4,7 @@
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/Analysis/ValueTracking.h>
@@ -135,12 +136,26 @@ struct KernelJit::Impl {
     auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
     // Default (O2) code generation: Aggressive costs compile time (a headline number) for no measured gain.
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    // Small code model: constants are RIP-relative loads that the backend hoists out of loops or folds into
+    // instructions (JITLink places an object's sections together and reaches libm through stubs). The default
+    // here was the large model, whose 64-bit absolute constant addresses (movabs + load) kept softmax's inlined
+    // exp reloading 10 constants per block of 4 vectors.
+    jtmb.setCodeModel(llvm::CodeModel::Small);
     tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
     target = fmt::format("{} {} O2", tm->getTargetTriple().str(), tm->getTargetCPU().str());
     wide_vectors = tm->getTargetFeatureString().contains("+avx512f");
     if (wide_vectors) target += " v512";  // part of the kernel cache key
     if (has_fast_vector_math()) target += " kexp";  // f32 e^x is kiln's own (runtime/vector_math.h)
-    jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(jtmb).create(), "creating LLJIT");
+    // JITLink (not RuntimeDyld) links the objects: it allocates an object's sections in one block and builds GOT
+    // and PLT stubs for symbols out of reach, which the small code model relies on.
+    jit = unwrap(llvm::orc::LLJITBuilder()
+                     .setJITTargetMachineBuilder(jtmb)
+                     .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& es, const llvm::Triple&)
+                                                       -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                       return std::make_unique<llvm::orc::ObjectLinkingLayer>(es);
+                     })
+                     .create(),
+                 "creating LLJIT");
     llvm::orc::JITDylib& main = jit->getMainJITDylib();
     main.addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
                                  jit->getDataLayout().getGlobalPrefix()),
