@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -285,6 +286,25 @@ TEST(Inductor, MaxAndMinReductionsKeepNaNInfinityAndSignedZero) {
        inf, inf, inf, inf, inf, inf, inf, inf, inf},
       {6, 9});
   CompareVerdict v = compiled_vs_interpreter(g, {x});
+  EXPECT_TRUE(v.ok) << v.str();
+  // Rows of 37: two 16-float vectors and a scalar remainder, each special value placed in the vector part.
+  graph::Graph wide = parse(
+      "graph w(%x: f32[7, 37]) {\n  %a = amax(%x, [1]) : f32[7]\n  %b = amin(%x, [1]) : f32[7]\n  return %a, %b\n}\n");
+  std::vector<float> rows(7 * 37);
+  for (int64_t r = 0; r < 7; ++r)
+    for (int64_t i = 0; i < 37; ++i) rows[size_t(r * 37 + i)] = float((i * 7 + r * 3) % 23) - 11.0f;  // mixed signs
+  auto row = [&](int64_t r) { return rows.begin() + r * 37; };
+  std::transform(row(0), row(1), row(0), [](float f) { return -std::fabs(f) - 1; });  // all negative
+  std::transform(row(1), row(2), row(1), [](float f) { return std::fabs(f) + 1; });   // all positive
+  rows[size_t(2 * 37 + 5)] = nan;                                                         // NaN among mixed signs
+  std::transform(row(3), row(4), row(3), [](float f) { return std::fabs(f) + 1; });
+  rows[size_t(3 * 37 + 20)] = negative_nan;                                               // -NaN among positives
+  std::transform(row(4), row(5), row(4), [](float f) { return -std::fabs(f) - 1; });
+  rows[size_t(4 * 37 + 3)] = -0.0f;                                                       // -0 among negatives
+  rows[size_t(5 * 37 + 17)] = -inf, rows[size_t(5 * 37 + 2)] = inf;                      // both infinities
+  std::transform(row(6), row(7), row(6), [](float f) { return -std::fabs(f) - 1; });
+  rows[size_t(6 * 37 + 9)] = nan;                                                         // NaN among negatives
+  v = compiled_vs_interpreter(wide, {Tensor::from_vector<float>(rows, {7, 37})});
   EXPECT_TRUE(v.ok) << v.str();
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -594,15 +595,56 @@ class Emitter {
     }
   }
 
-  // An integer whose signed order is the order of the float `v` (negative floats get their magnitude bits
-  // flipped); the map is its own inverse on the integers (`inverse`: v is already a key).
-  Value* float_key(Value* v, bool inverse = false) {
-    llvm::Type* it = inverse ? v->getType() : b_.getIntNTy(unsigned(v->getType()->getPrimitiveSizeInBits()));
-    unsigned bits = it->getIntegerBitWidth();
-    Value* x = inverse ? v : b_.CreateBitCast(v, it);
-    Value* magnitude = llvm::ConstantInt::get(it, llvm::APInt::getSignedMaxValue(bits));
-    return b_.CreateXor(x, b_.CreateAnd(b_.CreateAShr(x, bits - 1), magnitude));
-  }
+  // A NaN-propagating float max or min (torch.amax/amin: NaN wins, -0 < +0) as three integer reductions over the
+  // raw bits, which LLVM vectorises (3 integer ops a vector; order-preserving keys took 4): S = signed max,
+  // s = signed min, U = unsigned max. Non-negative floats order like their bits; negative floats order in
+  // reverse, and as unsigned integers they lie above every non-negative one. So:
+  //   max = S when some element is non-negative (S >= 0), else s (the negative nearest zero);
+  //   min = U when some element is negative (U has the sign bit), else s (the smallest non-negative);
+  //   a NaN was seen when S lies above +inf's bits (sign bit clear) or U above -inf's (sign bit set).
+  // s starts at the bits of the empty reduction's answer (-inf for max, +inf for min): every element it is
+  // compared with in the case that uses it lies on the far side of that start.
+  struct FloatExtremes {
+    Emitter& e;
+    llvm::Type* ft;
+    bool max;
+    llvm::IntegerType* it;
+    llvm::AllocaInst *smax, *smin, *umax;
+    FloatExtremes(Emitter& em, llvm::Type* float_type, bool is_max) : e(em), ft(float_type), max(is_max) {
+      it = e.b_.getIntNTy(unsigned(ft->getPrimitiveSizeInBits()));
+      const unsigned bits = it->getBitWidth();
+      smax = start(llvm::APInt::getSignedMinValue(bits));
+      smin = start(bits_of(llvm::ConstantFP::getInfinity(ft, max)));
+      umax = start(llvm::APInt::getMinValue(bits));
+    }
+    llvm::APInt bits_of(llvm::Constant* c) { return llvm::cast<llvm::ConstantFP>(c)->getValueAPF().bitcastToAPInt(); }
+    llvm::AllocaInst* start(const llvm::APInt& v) {
+      llvm::AllocaInst* slot = e.entry_alloca(it);
+      e.b_.CreateStore(llvm::ConstantInt::get(it, v), slot);
+      return slot;
+    }
+    void fold(llvm::AllocaInst* slot, llvm::Intrinsic::ID op, Value* x) {
+      e.b_.CreateStore(e.b_.CreateBinaryIntrinsic(op, e.b_.CreateLoad(it, slot), x), slot);
+    }
+    void update(Value* v) {
+      Value* x = e.b_.CreateBitCast(v, it);
+      fold(smax, llvm::Intrinsic::smax, x);
+      fold(smin, llvm::Intrinsic::smin, x);
+      fold(umax, llvm::Intrinsic::umax, x);
+    }
+    Value* result() {
+      auto& b = e.b_;
+      Value* S = b.CreateLoad(it, smax);
+      Value* s = b.CreateLoad(it, smin);
+      Value* U = b.CreateLoad(it, umax);
+      Value* zero = llvm::ConstantInt::get(it, 0);
+      Value* pos_inf = llvm::ConstantInt::get(it, bits_of(llvm::ConstantFP::getInfinity(ft, false)));
+      Value* neg_inf = llvm::ConstantInt::get(it, bits_of(llvm::ConstantFP::getInfinity(ft, true)));
+      Value* nan_seen = b.CreateOr(b.CreateICmpSGT(S, pos_inf), b.CreateICmpUGT(U, neg_inf));
+      Value* bits = max ? b.CreateSelect(b.CreateICmpSGE(S, zero), S, s) : b.CreateSelect(b.CreateICmpSLT(U, zero), U, s);
+      return b.CreateSelect(nan_seen, llvm::ConstantFP::getNaN(ft), b.CreateBitCast(bits, ft));
+    }
+  };
 
   // ---- deferred row writes (the scheduler's choose_deferred_stores): the last loop runs one row late, inside
   // the host loop of the next row, and after the outer loop for the last row of the thread's range.
@@ -694,14 +736,10 @@ class Emitter {
         break;
     }
     b_.CreateStore(init, acc);
-    llvm::Type* key_type = fl ? b_.getIntNTy(unsigned(t->getPrimitiveSizeInBits())) : nullptr;
-    llvm::AllocaInst* key_acc = fl ? entry_alloca(key_type) : nullptr;
-    // Float max/min: the opposite extreme of the keys, which tells after the loop whether a NaN was seen.
-    llvm::AllocaInst* other_key_acc = fl ? entry_alloca(key_type) : nullptr;
-    if (fl) {
-      b_.CreateStore(float_key(init), key_acc);
-      b_.CreateStore(float_key(llvm::ConstantFP::getInfinity(t, n.reduce == ReduceOp::Min)), other_key_acc);
-    }
+    // Float max/min: three integer reductions over the raw bits (see FloatExtremes).
+    const bool float_extremes = fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min);
+    std::optional<FloatExtremes> extremes;
+    if (float_extremes) extremes.emplace(*this, t, n.reduce == ReduceOp::Max);
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     nest(l.ridx, n.rsizes, 0, -1, [&] {
@@ -721,18 +759,7 @@ class Emitter {
         case ReduceOp::Max: case ReduceOp::Min: {
           bool mx = n.reduce == ReduceOp::Max;
           if (fl) {
-            // An integer max/min over order-preserving keys of the float bits (a reduction LLVM vectorises),
-            // and the opposite extreme beside it: a NaN's key lies beyond both infinities' (above +inf's with
-            // the sign bit clear, below -inf's with it set), so the two extremes tell after the loop whether a
-            // NaN was seen, which makes the result NaN. The same answer as a NaN-propagating maximum (-0 < +0
-            // included), vectorised; one integer max per vector instead of an unordered compare and a mask or.
-            Value* key = float_key(v);
-            auto extreme = [&](llvm::AllocaInst* slot, bool max) {
-              b_.CreateStore(b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::smax : llvm::Intrinsic::smin,
-                                                      b_.CreateLoad(key_type, slot), key), slot);
-            };
-            extreme(key_acc, mx);
-            extreme(other_key_acc, !mx);
+            extremes->update(v);
             r = a;
           }
           else if (dt == DType::Bool) r = mx ? b_.CreateOr(a, v) : b_.CreateAnd(a, v);
@@ -756,17 +783,7 @@ class Emitter {
     }, SIZE_MAX, interleave_hint(4));
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
-    if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min)) {
-      Value* key = b_.CreateLoad(key_type, key_acc);
-      Value* other = b_.CreateLoad(key_type, other_key_acc);
-      const bool mx = n.reduce == ReduceOp::Max;
-      Value* highest = mx ? key : other;
-      Value* lowest = mx ? other : key;
-      Value* nan_seen = b_.CreateOr(b_.CreateICmpSGT(highest, float_key(llvm::ConstantFP::getInfinity(t, false))),
-                                    b_.CreateICmpSLT(lowest, float_key(llvm::ConstantFP::getInfinity(t, true))));
-      result = b_.CreateBitCast(float_key(key, /*inverse=*/true), t);
-      result = b_.CreateSelect(nan_seen, llvm::ConstantFP::getNaN(t), result);
-    }
+    if (float_extremes) result = extremes->result();
     DType result_dt = dt;
     if (arg) {
       result = b_.CreateLoad(i64(), arg);
