@@ -266,6 +266,11 @@ struct Builder {
   // traffic of a streaming kernel (read a, read b, write c moves 3 lines, not 4). Not for buffers the same kernel
   // reads back. On the 2-core development VM (260 MB of host LLC reported, 8 MB counted) a 4096x4096 layer norm
   // written in C ran at 0.75-0.8 of a streaming copy's bandwidth with ordinary stores and 1.0 with streaming ones.
+  // Beyond this many ops an element (s_cost) a loop is compute-bound on any current x86 core (16 lanes, about
+  // two vector ops a cycle: 64 ops an element take about as long as moving its bytes), and streaming its stores
+  // gains nothing while the aligned split costs another copy of its body to compile: chain100 (cost 764, 34 libm
+  // calls, 4 MB, at the development VM's streaming threshold) took 60-65 ms to build streamed, 19-23 ms not.
+  static constexpr int kStreamMaxCost = 64;
   void choose_streaming_stores() {
     const int64_t threshold = runtime::streaming_threshold_bytes();
     const std::string why_threshold = opt_int(Opt::StreamMinBytes) > 0
@@ -278,6 +283,12 @@ struct Builder {
         if (n.kind != LoopNode::Kind::Pointwise) continue;
         const Buffer& buf = lg.buffers[size_t(n.buffer)];
         if (buf.nbytes() < threshold || is_local(k, n.buffer)) continue;
+        if (const int cost = s_cost(k.loops[i].value); cost > kStreamMaxCost) {
+          decide(fmt::format("{}: ordinary stores for {} ({} bytes): its loop costs {} ops an element (> {}), so its "
+                             "time is arithmetic, not memory traffic", k.name, n.origin, buf.nbytes(), cost,
+                             kStreamMaxCost));
+          continue;
+        }
         bool read_back = false;
         for (size_t j = i + 1; j < k.loops.size() && !read_back; ++j) {
           std::vector<std::pair<int, Index>> loads;
