@@ -171,6 +171,22 @@ TEST(Inductor, HostCachesCountAGuestsShareOfTheLastLevelCache) {
   EXPECT_EQ(runtime::streaming_threshold_bytes(), runtime::host_caches().usable_bytes() / 2);
 }
 
+// A loop whose arithmetic outweighs its memory traffic (three libm calls an element) keeps ordinary stores above
+// the threshold: streaming would gain nothing and cost another copy of the loop to compile.
+TEST(Inductor, ComputeBoundLoopsKeepOrdinaryStores) {
+  ScopedOption threshold(Opt::StreamMinBytes, "1M");
+  graph::Graph g = parse("graph c(%x: f32[300000]) {\n  %a = sin(%x) : f32[300000]\n  %b = tanh(%a) : f32[300000]\n"
+                         "  %c = cos(%b) : f32[300000]\n  return %c\n}\n");
+  runtime::KernelJit::instance().reset_stats();
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  std::string decision;
+  for (const std::string& d : c->decisions())
+    if (d.find("stores") != std::string::npos) decision = d;
+  EXPECT_NE(decision.find("ordinary stores"), std::string::npos) << decision << "\n" << c->loop_ir();
+  EXPECT_EQ(runtime::KernelJit::instance().stats().streaming_stores, 0);
+  EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 6)).ok);
+}
+
 // Softmax-shaped kernels whose output streams: the last loop runs one row late inside the exp loop of the next
 // row, and each sweep of rows writes its last row after its loop. Rows of 4112 floats (64-byte aligned,
 // kernel-local) and an odd row count, so the threads' ranges differ; the second graph's last loop also reads
