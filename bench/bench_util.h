@@ -45,8 +45,8 @@ inline double min_seconds_of(const std::function<void()>& f, int reps) {
 //   stores interleaved in proportion (equal sizes: a copy; no output: a read);
 // - memcpy (equal sizes only): glibc's, which switches to non-temporal stores only above a threshold derived from
 //   the last-level cache it reads from cpuid, and a virtual machine reports its host socket's whole cache (the
-//   2-core development VM: 260 MB, so its 64 MB copies use ordinary stores and run at 0.75-0.8 of the streaming
-//   copy).
+//   2-core development VM: 260 MB, so its 64 MB copies use ordinary stores and run at 0.5-0.65 of the streaming
+//   pass).
 // A roofline is the best the machine does, so the baseline is the faster of the two, measured in the same run.
 class CopyBaseline {
  public:
