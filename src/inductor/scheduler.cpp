@@ -265,7 +265,7 @@ struct Builder {
   // (runtime/host_caches.h), which would not stay in cache for its next reader anyway, they save a third of the
   // traffic of a streaming kernel (read a, read b, write c moves 3 lines, not 4). Not for buffers the same kernel
   // reads back. On the 2-core development VM (260 MB of host LLC reported, 8 MB counted) a 4096x4096 layer norm
-  // written in C ran at 0.75-0.8 of a streaming copy's bandwidth with ordinary stores and 1.0 with streaming ones.
+  // written in C ran at 0.6-0.67 of a streaming copy's bandwidth with ordinary stores and 1.0-1.07 with streaming ones.
   // Beyond this many ops an element (s_cost) a loop is compute-bound on any current x86 core (16 lanes, about
   // two vector ops a cycle: 64 ops an element take about as long as moving its bytes), and streaming its stores
   // gains nothing while the aligned split costs another copy of its body to compile: chain100 (cost 764, 34 libm
