@@ -55,12 +55,13 @@ class CopyBaseline {
         dst_(size_t(write_) * 64 + 64) {}
   bool has_memcpy() const { return read_ == write_; }
   void run_memcpy() {
-    parallel_for(read_ * 64, 1 << 20, [&](int64_t b, int64_t e) { std::memcpy(dst_.data() + b, src_.data() + b, size_t(e - b)); });
+    parallel_for(read_ * 64, 1 << 20,
+                 [&](int64_t b, int64_t e) { std::memcpy(dst_.data() + b, src_.data() + b, size_t(e - b)); });
   }
   // 16-byte vectors (SSE2, every x86-64 CPU) from 64-byte aligned lines; write-combining makes 16-byte streaming
   // stores as effective as wider ones. Input lines are prefetched 8 KB ahead, as compiled kernels do (the
-  // hardware prefetcher alone leaves bandwidth unused beside streaming stores). Elsewhere: memcpy of the smaller
-  // side and a read of the rest.
+  // hardware prefetcher alone leaves bandwidth unused beside streaming stores). Elsewhere: memcpy of the shared
+  // part, then a read or a fill of the rest.
   void run_streaming() {
     const int64_t read = read_, write = write_, steps = std::max(read, write);
     const char* src = aligned(src_.data());
@@ -92,9 +93,11 @@ class CopyBaseline {
       sink_ ^= _mm_cvtsi128_si64(_mm_xor_si128(_mm_xor_si128(a0, a1), _mm_xor_si128(a2, a3)));
 #else
       const int64_t rb = b * read / steps, re = e * read / steps, wb = b * write / steps, we = e * write / steps;
-      std::memcpy(dst + 64 * wb, src + 64 * rb, size_t(64 * std::min(re - rb, we - wb)));
+      const int64_t shared = std::min(re - rb, we - wb);
+      std::memcpy(dst + 64 * wb, src + 64 * rb, size_t(64 * shared));
       int64_t x = 0;
-      for (int64_t l = rb + std::min(re - rb, we - wb); l < re; ++l) x ^= src[64 * l];
+      for (int64_t l = rb + shared; l < re; ++l) x ^= src[64 * l];
+      std::memset(dst + 64 * (wb + shared), int(x), size_t(64 * (we - wb - shared)));
       sink_ ^= x;
 #endif
     });

@@ -619,7 +619,9 @@ class Emitter {
       smin = start(bits_of(llvm::ConstantFP::getInfinity(ft, max)));
       umax = start(llvm::APInt::getMinValue(bits));
     }
-    llvm::APInt bits_of(llvm::Constant* c) { return llvm::cast<llvm::ConstantFP>(c)->getValueAPF().bitcastToAPInt(); }
+    static llvm::APInt bits_of(llvm::Constant* c) {
+      return llvm::cast<llvm::ConstantFP>(c)->getValueAPF().bitcastToAPInt();
+    }
     llvm::AllocaInst* start(const llvm::APInt& v) {
       llvm::AllocaInst* slot = e.entry_alloca(it);
       e.b_.CreateStore(llvm::ConstantInt::get(it, v), slot);
@@ -643,7 +645,8 @@ class Emitter {
       Value* pos_inf = llvm::ConstantInt::get(it, bits_of(llvm::ConstantFP::getInfinity(ft, false)));
       Value* neg_inf = llvm::ConstantInt::get(it, bits_of(llvm::ConstantFP::getInfinity(ft, true)));
       Value* nan_seen = b.CreateOr(b.CreateICmpSGT(S, pos_inf), b.CreateICmpUGT(U, neg_inf));
-      Value* bits = max ? b.CreateSelect(b.CreateICmpSGE(S, zero), S, s) : b.CreateSelect(b.CreateICmpSLT(U, zero), U, s);
+      Value* bits = max ? b.CreateSelect(b.CreateICmpSGE(S, zero), S, s)
+                        : b.CreateSelect(b.CreateICmpSLT(U, zero), U, s);
       return b.CreateSelect(nan_seen, llvm::ConstantFP::getNaN(ft), b.CreateBitCast(bits, ft));
     }
   };
@@ -739,9 +742,9 @@ class Emitter {
     }
     b_.CreateStore(init, acc);
     // Float max/min: three integer reductions over the raw bits (see FloatExtremes).
-    const bool float_extremes = fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min);
     std::optional<FloatExtremes> extremes;
-    if (float_extremes) extremes.emplace(*this, t, n.reduce == ReduceOp::Max);
+    if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min))
+      extremes.emplace(*this, t, n.reduce == ReduceOp::Max);
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
     nest(l.ridx, n.rsizes, 0, -1, [&] {
@@ -785,7 +788,7 @@ class Emitter {
     }, SIZE_MAX, interleave_hint(4));
     memo_.clear();
     Value* result = b_.CreateLoad(t, acc);
-    if (float_extremes) result = extremes->result();
+    if (extremes) result = extremes->result();
     DType result_dt = dt;
     if (arg) {
       result = b_.CreateLoad(i64(), arg);

@@ -273,10 +273,11 @@ struct Builder {
   static constexpr int kStreamMaxCost = 64;
   void choose_streaming_stores() {
     const int64_t threshold = runtime::streaming_threshold_bytes();
-    const std::string why_threshold = opt_int(Opt::StreamMinBytes) > 0
-                                          ? "KILN_STREAM_MIN_BYTES"
-                                          : fmt::format("half the cache this process can count on: {}",
-                                                        runtime::host_caches().str());
+    auto why_threshold = [] {
+      return opt_int(Opt::StreamMinBytes) > 0
+                 ? std::string("KILN_STREAM_MIN_BYTES")
+                 : fmt::format("half the cache this process can count on: {}", runtime::host_caches().str());
+    };
     for (Kernel& k : out.kernels) {
       for (size_t i = 0; i < k.loops.size(); ++i) {
         const LoopNode& n = lg.nodes[size_t(k.loops[i].node)];
@@ -299,7 +300,7 @@ struct Builder {
         if (!should_run("inductor", "stream", [&] { return fmt::format("{} in {}", n.origin, k.name); })) continue;
         k.loops[i].stream = true;
         decide(fmt::format("{}: stream the stores of {} ({} bytes >= {} bytes, {}; not read back in this kernel)",
-                           k.name, n.origin, buf.nbytes(), threshold, why_threshold));
+                           k.name, n.origin, buf.nbytes(), threshold, why_threshold()));
       }
     }
   }

@@ -96,11 +96,10 @@ int64_t HostCaches::usable_bytes() const {
 }
 
 std::string HostCaches::str() const {
+  const std::string guest =
+      virtual_machine ? fmt::format(" (virtual machine: at most {} KB a CPU)", kGuestLlcBytesPerCpu >> 10) : "";
   return fmt::format("{} CPUs, {} KB private each, last-level {} KB shared by {} CPUs{}: {} KB usable", cpus,
-                     private_bytes >> 10, llc_bytes >> 10, llc_cpus,
-                     virtual_machine ? fmt::format(" (virtual machine: at most {} KB a CPU)", kGuestLlcBytesPerCpu >> 10)
-                                     : "",
-                     usable_bytes() >> 10);
+                     private_bytes >> 10, llc_bytes >> 10, llc_cpus, guest, usable_bytes() >> 10);
 }
 
 const HostCaches& host_caches() {
