@@ -546,7 +546,7 @@ class Emitter {
   std::vector<RowRead> next_row_reads_;
   int prefetch_loop_ = -1;
 
-  // Single-loop kernels that stream their output (larger than half the last-level cache) read their inputs
+  // Single-loop kernels that stream their output (at least the streaming threshold) read their inputs
   // from memory one line after another; the hardware prefetcher alone keeps too few lines in flight for two
   // input streams and a streaming store on this machine. Each contiguous input is prefetched (into L1)
   // kPrefetchAheadBytes ahead. pointwise10 written in C with intrinsics: 0.67-0.70 of copy bandwidth without,

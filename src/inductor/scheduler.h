@@ -21,8 +21,9 @@ struct KernelLoop {
   int node = -1;                  // index into LoweredGraph::nodes
   std::vector<Index> idx, ridx;   // the node's index variables (idx starts with the kernel's outer variables)
   SExpr value;                    // the body at (idx, ridx)
-  // Pointwise: the buffer is written with streaming (non-temporal) stores that bypass the caches: it is larger
-  // than half the last-level cache and this kernel does not read it back (choose_streaming_stores).
+  // Pointwise: the buffer is written with streaming (non-temporal) stores that bypass the caches: it is at least
+  // the streaming threshold (runtime/host_caches.h), the loop is not compute-bound and this kernel does not read
+  // it back (choose_streaming_stores).
   bool stream = false;
 };
 
