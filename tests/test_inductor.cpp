@@ -3,6 +3,9 @@
 // equals unfused on random graphs, disabling any subsystem site keeps results correct, the fusion decisions
 // the issue promises, bug injection, and the kernel cache.
 #include <gtest/gtest.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/Object/ObjectFile.h>
 #include <rapidcheck.h>
 
 #include <algorithm>
@@ -185,6 +188,41 @@ TEST(Inductor, ComputeBoundLoopsKeepOrdinaryStores) {
   EXPECT_NE(decision.find("ordinary stores"), std::string::npos) << decision << "\n" << c->loop_ir();
   EXPECT_EQ(runtime::KernelJit::instance().stats().streaming_stores, 0);
   EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 6)).ok);
+}
+
+// Kernel objects are position-independent: JIT memory lies anywhere in the address space, so every reference to
+// a constant or a function must be PC-relative. Without PIC the small code model gave an indexed constant-pool
+// load a 32-bit absolute address (a bool input selecting between two constants: the backend loads from a
+// two-entry table), which failed to link whenever JIT memory lay above 2 GB ("out of range of Pointer32Signed").
+TEST(Inductor, KernelObjectsArePositionIndependent) {
+#if defined(__x86_64__)
+  graph::Graph g = parse("graph w(%c: bool[], %x: f32[1000]) {\n  %y = where(%c, -2.0, -1.9999961853027344) : f32[]\n"
+                         "  %s = softmax(%x, -1) : f32[1000]\n  return %y, %s\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  EXPECT_TRUE(compiled_vs_interpreter(g, graph::seeded_inputs(g, 7)).ok);
+  const std::filesystem::path dir =
+      std::filesystem::path(opt_string(Opt::CacheDir)) / fmt::format("kernels-v{}", runtime::kCodegenVersion);
+  int objects = 0, relocations = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".o") continue;
+    auto object = llvm::object::ObjectFile::createObjectFile(entry.path().string());
+    ASSERT_TRUE(bool(object)) << llvm::toString(object.takeError());
+    ++objects;
+    for (const llvm::object::SectionRef& section : object->getBinary()->sections())
+      for (const llvm::object::RelocationRef& r : section.relocations()) {
+        ++relocations;
+        const uint64_t type = r.getType();
+        llvm::SmallString<32> name;
+        r.getTypeName(name);
+        EXPECT_TRUE(type != llvm::ELF::R_X86_64_32 && type != llvm::ELF::R_X86_64_32S && type != llvm::ELF::R_X86_64_64)
+            << entry.path() << ": absolute relocation " << name.str().str();
+      }
+  }
+  EXPECT_GT(objects, 0) << "no kernel object in " << dir;
+  EXPECT_GT(relocations, 0);
+#else
+  GTEST_SKIP() << "checks x86-64 relocation types";
+#endif
 }
 
 // Softmax-shaped kernels whose output streams: the last loop runs one row late inside the exp loop of the next

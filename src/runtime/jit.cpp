@@ -136,11 +136,14 @@ struct KernelJit::Impl {
     auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host CPU");
     // Default (O2) code generation: Aggressive costs compile time (a headline number) for no measured gain.
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    // Small code model: constants are RIP-relative loads that the backend hoists out of loops or folds into
-    // instructions (JITLink places an object's sections together and reaches libm through stubs). The default
-    // here was the large model, whose 64-bit absolute constant addresses (movabs + load) kept softmax's inlined
-    // exp reloading 10 constants per block of 4 vectors.
+    // Small code model, position-independent: constants are RIP-relative loads that the backend hoists out of
+    // loops or folds into instructions (JITLink places an object's sections together and reaches libm through
+    // stubs). The default here was the large model, whose 64-bit absolute constant addresses (movabs + load) kept
+    // softmax's inlined exp reloading 10 constants per block of 4 vectors. PIC is required with it: without it an
+    // indexed constant-pool load (a `where` between two constants picks from a table) takes a 32-bit absolute
+    // address, which JIT memory above 2 GB cannot satisfy (JITLink: "out of range of Pointer32Signed fixup").
     jtmb.setCodeModel(llvm::CodeModel::Small);
+    jtmb.setRelocationModel(llvm::Reloc::PIC_);
     tm = unwrap(jtmb.createTargetMachine(), "creating the target machine");
     target = fmt::format("{} {} O2", tm->getTargetTriple().str(), tm->getTargetCPU().str());
     wide_vectors = tm->getTargetFeatureString().contains("+avx512f");
