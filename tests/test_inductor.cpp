@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/BinaryFormat/ELF.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Object/ObjectFile.h>
 #include <rapidcheck.h>
 
@@ -362,6 +366,139 @@ TEST(Inductor, MaxAndMinReductionsKeepNaNInfinityAndSignedZero) {
   EXPECT_TRUE(v.ok) << v.str();
 }
 
+// Rows of 200 (three blocks of the max loop's 4 x 16 floats and a remainder) holding NaN, infinities and
+// signed zeros, placed in the vector part.
+constexpr int64_t kSpecialCols = 200;
+Tensor special_rows(int64_t rows) {
+  const float inf = INFINITY, nan = NAN;
+  const int64_t n = kSpecialCols;
+  std::vector<float> v(size_t(rows * n));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) v[size_t(r * n + i)] = float((i * 7 + r * 3) % 23) * 0.25f - 3.0f;
+  auto at = [&](int64_t r, int64_t i) -> float& { return v[size_t(r * n + i)]; };
+  auto fill = [&](int64_t r, auto value) { for (int64_t i = 0; i < n; ++i) at(r, i) = value(i); };
+  at(0, 70) = nan;                                          // a NaN: the whole row is NaN
+  at(1, 20) = inf;                                          // +inf: the max is inf, every x - max is NaN or -inf
+  at(2, 3) = -inf;                                          // -inf: exp gives 0 there
+  fill(3, [&](int64_t) { return -inf; });                   // all -inf: NaN
+  fill(4, [](int64_t i) { return i % 2 ? 0.0f : -0.0f; });  // zeros of both signs
+  at(5, 9) = nan, at(5, 130) = inf;                         // NaN beside +inf
+  fill(6, [&](int64_t) { return nan; });                    // all NaN
+  at(7, 1) = 1e30f, at(7, 2) = -1e30f;                      // far apart: exp underflows to 0 but for the max
+  return Tensor::from_vector<float>(v, {rows, n});
+}
+
+// Softmax's max may skip NaN (a NaN reaches every output of its row through the row's sum whatever the max is),
+// so on AVX-512 hosts it is one vmaxps an element; the results stay exact on rows of special values. A max the
+// graph also returns, or one whose sum runs over other dims, keeps NaN.
+TEST(Inductor, SoftmaxMaxSkipsNaNAndRowsOfSpecialValuesStayExact) {
+  const Tensor x = special_rows(8);
+  for (const char* op : {"softmax", "log_softmax"}) {
+    graph::Graph g = parse(fmt::format("graph s(%x: f32[8, 200]) {{\n  %y = {}(%x, -1) : f32[8, 200]\n  return %y\n}}\n", op));
+    std::shared_ptr<CompiledGraph> c = compile(g);
+    EXPECT_NE(c->loop_ir().find("reduce max (NaN-insensitive)"), std::string::npos) << op << "\n" << c->loop_ir();
+    CompareVerdict v = compiled_vs_interpreter(g, {x});
+    EXPECT_TRUE(v.ok) << op << ": " << v.str();
+  }
+  graph::Graph hand = example("softmax");  // written out step by step
+  EXPECT_NE(compile(hand)->loop_ir().find("(NaN-insensitive)"), std::string::npos) << compile(hand)->loop_ir();
+  const std::vector<std::string> exact = {
+      // the max is also an output
+      "graph m(%x: f32[8, 200]) {\n  %m = amax(%x, [1], True) : f32[8, 1]\n  %d = sub(%x, %m) : f32[8, 200]\n"
+      "  %e = exp(%d) : f32[8, 200]\n  %s = sum(%e, [1], True) : f32[8, 1]\n  %y = div(%e, %s) : f32[8, 200]\n"
+      "  return %y, %m\n}\n",
+      // the sum runs down the columns: a row's NaN reaches only its own column's outputs through it
+      "graph a(%x: f32[8, 200]) {\n  %m = amax(%x, [1], True) : f32[8, 1]\n  %d = sub(%x, %m) : f32[8, 200]\n"
+      "  %e = exp(%d) : f32[8, 200]\n  %s = sum(%e, [0], True) : f32[1, 200]\n  %y = div(%e, %s) : f32[8, 200]\n"
+      "  return %y\n}\n",
+      // exp(x - max) is also an output
+      "graph e(%x: f32[8, 200]) {\n  %m = amax(%x, [1], True) : f32[8, 1]\n  %d = sub(%x, %m) : f32[8, 200]\n"
+      "  %e = exp(%d) : f32[8, 200]\n  %s = sum(%e, [1], True) : f32[8, 1]\n  %y = div(%e, %s) : f32[8, 200]\n"
+      "  return %y, %e\n}\n",
+  };
+  Tensor one_nan = clone(graph::seeded_inputs(parse(exact[0]), 6)[0]);
+  one_nan.data<float>()[70] = NAN;  // row 0 only
+  for (const std::string& text : exact) {
+    graph::Graph g = parse(text);
+    std::shared_ptr<CompiledGraph> c = compile(g);
+    EXPECT_EQ(c->loop_ir().find("NaN-insensitive"), std::string::npos) << g.name << "\n" << c->loop_ir();
+    CompareVerdict v = compiled_vs_interpreter(g, {one_nan});
+    EXPECT_TRUE(v.ok) << g.name << ": " << v.str();
+  }
+}
+
+// The NaN-skipping max rewrites every vector llvm.maximum of its kernel's module, so a kernel that also computes
+// a pointwise maximum (which must propagate NaN) keeps the exact max reduction.
+TEST(Inductor, PointwiseMaximumBesideASoftmaxKeepsNaN) {
+  graph::Graph g = parse(
+      "graph s(%x: f32[8, 200], %z: f32[8, 200]) {\n  %y = softmax(%x, -1) : f32[8, 200]\n"
+      "  %w = maximum(%y, %z) : f32[8, 200]\n  return %w\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g);
+  EXPECT_EQ(c->stats().kernels, 1) << c->loop_ir();
+  std::vector<float> z(8 * kSpecialCols, 0.5f);
+  for (size_t i = 0; i < z.size(); i += 7) z[i] = NAN;
+  CompareVerdict v = compiled_vs_interpreter(g, {special_rows(8), Tensor::from_vector<float>(z, {8, kSpecialCols})});
+  EXPECT_TRUE(v.ok) << v.str();
+}
+
+// The pass behind the NaN-skipping max: in a marked module each vector llvm.maximum becomes the x86 max
+// instruction; scalars, and every call of an unmarked module, stay as they are.
+TEST(Inductor, MaxSkippingNanReplacesVectorMaximaOfMarkedModulesOnly) {
+  for (bool marked : {false, true}) {
+    llvm::LLVMContext ctx;
+    llvm::Module m("t", ctx);
+    llvm::IRBuilder<> b(ctx);
+    auto* v16 = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    auto* fn = llvm::Function::Create(llvm::FunctionType::get(v16, {v16, v16, b.getFloatTy()}, false),
+                                      llvm::Function::ExternalLinkage, "f", m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", fn));
+    llvm::Value* s = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, fn->getArg(2), fn->getArg(2));
+    llvm::Value* v = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, fn->getArg(0), fn->getArg(1));
+    b.CreateRet(b.CreateFAdd(v, b.CreateVectorSplat(16, s)));
+    if (marked) runtime::mark_max_skipping_nan(m);
+    EXPECT_EQ(runtime::lower_max_skipping_nan(m), marked ? 1 : 0);
+    int maxima = 0, x86 = 0;
+    for (llvm::Instruction& i : fn->getEntryBlock())
+      if (auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i)) {
+        maxima += call->getIntrinsicID() == llvm::Intrinsic::maximum;
+        x86 += call->getIntrinsicID() == llvm::Intrinsic::x86_avx512_max_ps_512;
+      }
+    EXPECT_EQ(maxima, marked ? 1 : 2);
+    EXPECT_EQ(x86, marked ? 1 : 0);
+  }
+}
+
+// A sum or product over the row the previous loop just wrote, read at the element being written, is accumulated
+// inside that loop (softmax's sum of exp; here also a product), also across its prefetched blocks and remainders
+// (rows of 1000 and 70); refused when it reads other elements; the bisection hook turns it off.
+TEST(Inductor, ReductionsOfTheRowJustWrittenAreAccumulatedInItsLoop) {
+  const std::vector<std::string> accumulated = {
+      "graph s(%x: f32[64, 1000]) {\n  %y = softmax(%x, -1) : f32[64, 1000]\n  return %y\n}\n",
+      "graph p(%x: f32[16, 70]) {\n  %e = exp(%x) : f32[16, 70]\n  %p = prod(%e, 1, True) : f32[16, 1]\n"
+      "  %y = div(%e, %p) : f32[16, 70]\n  return %y\n}\n",
+  };
+  for (const std::string& text : accumulated) {
+    graph::Graph g = parse(text);
+    std::vector<Tensor> inputs = graph::seeded_inputs(g, 3);
+    for (bool allowed : {true, false}) {
+      ScopedOption disable(Opt::BisectDisable, allowed ? "" : "inductor:accumulate");
+      std::shared_ptr<CompiledGraph> c = compile(g);
+      EXPECT_EQ(c->loop_ir().find("accumulated in loop") != std::string::npos, allowed) << g.name << "\n" << c->loop_ir();
+      CompareVerdict v = compiled_vs_interpreter(g, inputs);
+      EXPECT_TRUE(v.ok) << g.name << (allowed ? "" : " (not accumulated)") << ": " << v.str();
+    }
+  }
+  graph::Graph flipped = parse(
+      "graph f(%x: f32[16, 70]) {\n  %e = exp(%x) : f32[16, 70]\n  %f = flip(%e, [1]) : f32[16, 70]\n"
+      "  %s = sum(%f, [1], True) : f32[16, 1]\n  %y = div(%e, %s) : f32[16, 70]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(flipped);
+  EXPECT_EQ(c->loop_ir().find("accumulated in loop"), std::string::npos) << c->loop_ir();
+  bool refused = false;
+  for (const std::string& d : c->decisions()) refused = refused || d.find("at other elements") != std::string::npos;
+  EXPECT_TRUE(refused) << c->loop_ir();
+  EXPECT_TRUE(compiled_vs_interpreter(flipped, graph::seeded_inputs(flipped, 3)).ok);
+}
+
 TEST(Inductor, NonContiguousInputsAreRead) {
   graph::Graph g = parse("graph n(%x: f32[5, 7]) {\n  %y = sigmoid(%x) : f32[5, 7]\n  return %y\n}\n");
   Tensor base = graph::seeded_inputs(g, 2)[0];
@@ -540,8 +677,10 @@ TEST(InductorProperty, FusedEqualsUnfusedEqualsInterpreter) {
 // of them must leave a correct (slower) program.
 TEST(InductorProperty, DisablingAnySubsystemSiteKeepsResultsCorrect) {
   check_property("InductorProperty/Bisection", [] {
-    graph::Graph g = *rc::gen::element<int>(0, 1, 2) == 0 ? example("layernorm") : random_graph();
-    std::string subsystem = *rc::gen::element<std::string>("lowering", "inline", "fusion", "localise", "decomposition");
+    const int pick = *rc::gen::inRange(0, 4);
+    graph::Graph g = pick == 0 ? example("layernorm") : pick == 1 ? example("softmax") : random_graph();
+    std::string subsystem = *rc::gen::element<std::string>("lowering", "inline", "fusion", "localise", "decomposition",
+                                                          "stream", "defer", "accumulate", "nan_insensitive_max");
     int limit = *rc::gen::inRange(0, 8);
     ScopedOption opt(Opt::BisectLimit, fmt::format("inductor:{}={}", subsystem, limit));
     CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 5));

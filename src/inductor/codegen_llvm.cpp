@@ -62,6 +62,24 @@ class Emitter {
   // 0.45-0.56 as calls.
   static constexpr int kMaxFastExpSites = 2;
   const bool fast_exp_ = runtime::has_fast_vector_math() && f32_exp_sites(k_) <= kMaxFastExpSites;
+  // NaN-insensitive max reductions (LoopNode::nan_insensitive) as llvm.maximum recurrences, which JIT turns into
+  // the host's one-instruction max (runtime::lower_max_skipping_nan): softmax's max loop then costs 1 vector op
+  // an element instead of FloatExtremes' 3. That pass changes every vector llvm.maximum of the module, so
+  // kernels that also compute a pointwise float maximum (NaN-propagating) keep FloatExtremes; so do hosts without
+  // AVX-512, where llvm.maximum costs 5 ops.
+  const bool max_skips_nan_ = runtime::has_fast_vector_math() && !has_float_extremes(k_);
+  bool used_max_skipping_nan_ = false;
+  static bool has_float_extremes(const Kernel& k) {
+    std::set<const SNode*> seen;
+    bool found = false;
+    std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
+      if (!seen.insert(e.get()).second) return;
+      found |= (e->op == SOp::Max || e->op == SOp::Min) && is_floating(e->dtype);
+      for (const SExpr& a : e->args) visit(a);
+    };
+    for (const KernelLoop& l : k.loops) visit(l.value);
+    return found;
+  }
   static int f32_exp_sites(const Kernel& k) {
     std::set<const SNode*> seen;
     std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
@@ -164,12 +182,15 @@ class Emitter {
       for (size_t d = 0; d < k_.outer_vars.size(); ++d)
         if (!k_.outer_vars[d].is_constant()) row = ix_add(row, ix_scale(k_.outer_vars[d], -buf.strides[d]));
       Value* base = local->second;
-      if (auto two = double_rows_.find(buffer); two != double_rows_.end()) {
-        // Two rows, by the parity of the row variable: the deferred last loop reads the previous row's. The
-        // row's base address is its own value, which LICM hoists out of the element loop (folded into each
-        // element's index it took an `or` and a move for every vector access).
-        Value* parity = b_.CreateAnd(vars_.at(row_key_), c64(1));
-        base = b_.CreateInBoundsGEP(storage_type(buf.dtype), base, b_.CreateMul(parity, c64(two->second)));
+      if (auto odd = odd_rows_.find(buffer); odd != odd_rows_.end()) {
+        // Two rows, by the parity of the row variable: the deferred last loop reads the previous row's. Two
+        // allocas chosen by one condition with the arms swapped for the previous row, so alias analysis sees
+        // the current row's writes and the previous row's reads apart (one alloca indexed by parity made the
+        // vectoriser check at run time and keep a scalar copy of the host loop). The base is its own value,
+        // which LICM hoists out of the element loop.
+        KILN_CHECK(row_is_odd_, "codegen: kernel {}: a two-row buffer accessed outside a row", k_.name);
+        base = previous_row_ ? b_.CreateSelect(row_is_odd_, base, odd->second)
+                             : b_.CreateSelect(row_is_odd_, odd->second, base);
       }
       return b_.CreateInBoundsGEP(storage_type(buf.dtype), base, index(row));
     }
@@ -467,9 +488,10 @@ class Emitter {
       Value* lo = par ? begin_ : c64(0);
       Value* hi = par ? end_ : c64(inner_sizes[last]);
       if (!stream) {
-        innermost_loop(lo, hi, c64(0), line, prefetch_next_row ? next_row : Prefetch{}, [&](Value* x) {
+        innermost_loop(lo, hi, c64(0), line, prefetch_next_row ? next_row : Prefetch{}, [&](Value* x, Value* lane) {
           vars_[key] = x;
           body();
+          accumulate_element(x, lane);
           if (deferred_) deferred_(x);
         });
         return;
@@ -483,10 +505,13 @@ class Emitter {
       loop(lo, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hi, b_.CreateSub(aligned, c)), [&](Value* x) {
         vars_[key] = x;
         body();
+        accumulate_element(x, nullptr);
       });
-      innermost_loop(aligned, b_.CreateAdd(c, hi), c, line, prefetch, [&](Value* linear) {
-        vars_[key] = b_.CreateSub(linear, c);
+      innermost_loop(aligned, b_.CreateAdd(c, hi), c, line, prefetch, [&](Value* linear, Value* lane) {
+        Value* x = b_.CreateSub(linear, c);
+        vars_[key] = x;
         body();
+        accumulate_element(x, lane);
       });
     }, last);
     memo_.clear();
@@ -498,16 +523,24 @@ class Emitter {
     const std::vector<RowRead>* reads = nullptr;
     int locality = 3;
   };
-  // for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With prefetching, in blocks of
-  // kPrefetchLines cache lines of the output (`line` elements each): first prefetch each read's lines for the
+  // for (i = lo; i < hi; ++i) body(i, lane), the innermost loop of a pointwise loop. With prefetching, in blocks
+  // of kPrefetchLines cache lines of the output (`line` elements each): first prefetch each read's lines for the
   // block (x = i - x_offset in its index, moved by its `ahead` elements; one prefetch per 64 bytes of that
   // read, so an input wider than the output gets more per block), then run the block's elements in a loop of
   // constant trip count (vectorised and unrolled without runtime checks; one line per step cost layer norm a
   // fifth of its time in loop control once vectors were 16 floats); the last partial block runs as a plain loop.
+  // With reductions accumulated in the loop, the block is a loop over its lines around a loop over the line's
+  // elements, and `lane` is the element's place in its line (else null): each reduction adds into one partial
+  // per lane, an array the vectoriser reads and writes as one vector and SROA, after unrolling, keeps in a
+  // register across blocks. A scalar accumulator would be reduced across the vector at the end of every block
+  // (the vectoriser cannot carry a vector accumulator through the outer loop): 9 more ops a block.
   static constexpr int64_t kPrefetchLines = 4;
   void innermost_loop(Value* lo, Value* hi, Value* x_offset, int64_t line, const Prefetch& prefetch,
-                      const std::function<void(Value*)>& body) {
-    if (!prefetch.reads) return loop(lo, hi, body);
+                      const std::function<void(Value*, Value*)>& body) {
+    auto element = [&](Value* i) { body(i, nullptr); };
+    if (!prefetch.reads) return loop(lo, hi, element);
+    const bool lanes = accumulating_ && std::any_of(accumulating_->begin(), accumulating_->end(),
+                                                    [&](const Accumulation& a) { return a.lane_count == line; });
     const int64_t block = kPrefetchLines * line;
     Value* full = b_.CreateMul(b_.CreateSDiv(b_.CreateSub(hi, lo), c64(block)), c64(block));
     Value* blocks_end = b_.CreateSelect(b_.CreateICmpSGT(hi, lo), b_.CreateAdd(lo, full), lo);
@@ -525,10 +558,15 @@ class Emitter {
                              {ptr, b_.getInt32(0), b_.getInt32(uint32_t(prefetch.locality)), b_.getInt32(1)});
         }
       }
-      loop(c64(0), c64(block), [&](Value* j) { body(b_.CreateAdd(start, j, "", true, true)); });
+      if (!lanes) return loop(c64(0), c64(block), [&](Value* j) { element(b_.CreateAdd(start, j, "", true, true)); });
+      loop(c64(0), c64(kPrefetchLines), [&](Value* l) {
+        Value* first = b_.CreateAdd(start, b_.CreateMul(l, c64(line), "", true, true), "", true, true);
+        loop(c64(0), c64(line), [&](Value* lane) { body(b_.CreateAdd(first, lane, "", true, true), lane); });
+      });
     }, nullptr, block);
-    loop(blocks_end, hi, body);
+    loop(blocks_end, hi, element);
   }
+
 
   // Rows the kernel's first loop reads from memory, one element per step of its only loop variable: the
   // kernel's most expensive pointwise loop after the first (prefetch_loop_; with deferred row writes, the
@@ -654,7 +692,9 @@ class Emitter {
   // ---- deferred row writes (the scheduler's choose_deferred_stores): the last loop runs one row late, inside
   // the host loop of the next row, and after the outer loop for the last row of the thread's range.
   std::string row_key_;                    // the outer variable the rows run along
-  std::map<int, int64_t> double_rows_;     // Kernel::two_row_buffers -> elements per row
+  std::map<int, Value*> odd_rows_;         // Kernel::two_row_buffers -> the odd rows' scratch (locals_: even)
+  Value* row_is_odd_ = nullptr;            // the parity of the current row
+  bool previous_row_ = false;              // while emitting the deferred body: two-row buffers give the previous row
   std::function<void(Value*)> deferred_;   // while emitting the host: the last loop's body at element x
   int deferred_bodies_ = 0;                // how many times it was emitted (the host must run it)
 
@@ -675,8 +715,10 @@ class Emitter {
     memo_.clear();
     ++deferred_bodies_;
     vars_[row_key_] = b_.CreateSub(vars_.at(row_key_), c64(1), "", true, true);
+    previous_row_ = true;
     vars_[row_var_key(std::vector<Index>(last.idx.begin() + int64_t(k_.outer_vars.size()), last.idx.end()))] = x;
     store(n.buffer, ix_linear(last.idx, n.sizes), value(last.value), last.value->dtype);
+    previous_row_ = false;
     vars_ = std::move(saved_vars);
     registers_ = std::move(saved_registers);
     memo_ = std::move(saved_memo);
@@ -713,13 +755,42 @@ class Emitter {
     memo_.clear();
   }
 
-  void emit_reduction(const KernelLoop& l) {
+  // One reduction's running value: while its own loop runs, or while the pointwise loop it is accumulated in
+  // runs (Scheduler's choose_accumulated_reductions).
+  struct Accumulation {
+    const KernelLoop* l = nullptr;
+    llvm::Type* t = nullptr;
+    bool fl = false;
+    bool skip_nan = false;               // a NaN-insensitive max as llvm.maximum (see max_skips_nan_)
+    llvm::AllocaInst* acc = nullptr;
+    llvm::AllocaInst* arg = nullptr;     // ArgMax/ArgMin: the index of the best element (-1 before the first)
+    std::optional<FloatExtremes> extremes;
+    // Accumulated in a prefetched loop: one partial value per lane of its cache lines (see innermost_loop).
+    llvm::AllocaInst* lanes = nullptr;
+    int64_t lane_count = 0;
+  };
+
+  // While a pointwise loop is emitted: the reductions accumulated in it (choose_accumulated_reductions), each
+  // combining its value at the loop's element x (its own row variable set to x).
+  std::vector<Accumulation>* accumulating_ = nullptr;
+  void accumulate_element(Value* x, Value* lane) {
+    if (!accumulating_) return;
+    for (Accumulation& a : *accumulating_) {
+      vars_[row_var_key(a.l->ridx)] = x;
+      accumulate(a, lane);
+    }
+  }
+
+  Accumulation start_reduction(const KernelLoop& l, int64_t lane_count = 0) {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const DType dt = l.value->dtype;
-    llvm::Type* t = compute_type(dt);
-    const bool fl = is_floating(dt);
-    llvm::AllocaInst* acc = entry_alloca(t);
-    llvm::AllocaInst* arg = nullptr;  // ArgMax/ArgMin: the index of the best element (-1 before the first)
+    Accumulation a;
+    a.l = &l;
+    a.t = compute_type(dt);
+    a.fl = is_floating(dt);
+    llvm::Type* t = a.t;
+    const bool fl = a.fl;
+    a.acc = entry_alloca(t);
     Value* init = nullptr;
     switch (n.reduce) {
       case ReduceOp::Sum: init = fl ? fconst(t, 0.0) : llvm::ConstantInt::get(t, 0); break;
@@ -736,62 +807,98 @@ class Emitter {
       case ReduceOp::All: init = b_.getTrue(); break;
       case ReduceOp::ArgMax: case ReduceOp::ArgMin:
         init = fl ? fconst(t, 0.0) : llvm::ConstantInt::get(t, 0);
-        arg = entry_alloca(i64());
-        b_.CreateStore(c64(-1), arg);
+        a.arg = entry_alloca(i64());
+        b_.CreateStore(c64(-1), a.arg);
         break;
     }
-    b_.CreateStore(init, acc);
+    b_.CreateStore(init, a.acc);
     // Float max/min: three integer reductions over the raw bits (see FloatExtremes).
-    std::optional<FloatExtremes> extremes;
-    if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min))
-      extremes.emplace(*this, t, n.reduce == ReduceOp::Max);
+    a.skip_nan = fl && n.reduce == ReduceOp::Max && n.nan_insensitive && max_skips_nan_;
+    used_max_skipping_nan_ |= a.skip_nan;
+    if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min) && !a.skip_nan)
+      a.extremes.emplace(*this, t, n.reduce == ReduceOp::Max);
+    if (lane_count > 0) {
+      KILN_CHECK(n.reduce == ReduceOp::Sum || n.reduce == ReduceOp::Prod, "codegen: kernel {}: only sums and products "
+                 "are accumulated in lanes (scheduler.cpp choose_accumulated_reductions)", k_.name);
+      a.lane_count = lane_count;
+      a.lanes = entry_alloca(llvm::ArrayType::get(t, uint64_t(lane_count)));
+      for (int64_t i = 0; i < lane_count; ++i) b_.CreateStore(init, lane_slot(a, c64(i)));
+    }
+    return a;
+  }
+  Value* lane_slot(const Accumulation& a, Value* lane) {
+    return b_.CreateInBoundsGEP(a.lanes->getAllocatedType(), a.lanes, {c64(0), lane});
+  }
+
+  // Combines the reduction's value at the current indices into its accumulator (lane `lane`'s partial when the
+  // accumulation has lanes and a lane is given).
+  void accumulate(Accumulation& a, Value* lane = nullptr) {
+    const KernelLoop& l = *a.l;
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    const DType dt = l.value->dtype;
+    const bool fl = a.fl;
     llvm::FastMathFlags reassoc;
     reassoc.setAllowReassoc();
-    nest(l.ridx, n.rsizes, 0, -1, [&] {
-      memo_.clear();
-      Value* v = value(l.value);
-      Value* a = b_.CreateLoad(t, acc);
-      Value* r = nullptr;
-      switch (n.reduce) {
-        case ReduceOp::Sum:
-          r = fl ? b_.CreateFAdd(a, v) : b_.CreateAdd(a, v);
-          if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
-          break;
-        case ReduceOp::Prod:
-          r = fl ? b_.CreateFMul(a, v) : b_.CreateMul(a, v);
-          if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
-          break;
-        case ReduceOp::Max: case ReduceOp::Min: {
-          bool mx = n.reduce == ReduceOp::Max;
-          if (fl) {
-            extremes->update(v);
-            r = a;
-          }
-          else if (dt == DType::Bool) r = mx ? b_.CreateOr(a, v) : b_.CreateAnd(a, v);
-          else r = b_.CreateSelect(mx ? binary(SOp::Gt, v, a, dt) : binary(SOp::Lt, v, a, dt), v, a);
-          break;
+    Value* v = value(l.value);
+    Value* slot = lane && a.lanes ? lane_slot(a, lane) : a.acc;
+    Value* acc = b_.CreateLoad(a.t, slot);
+    Value* r = nullptr;
+    switch (n.reduce) {
+      case ReduceOp::Sum:
+        r = fl ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+        if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+        break;
+      case ReduceOp::Prod:
+        r = fl ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+        if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+        break;
+      case ReduceOp::Max: case ReduceOp::Min: {
+        bool mx = n.reduce == ReduceOp::Max;
+        if (a.skip_nan) r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
+        else if (fl) {
+          a.extremes->update(v);
+          r = acc;
         }
-        case ReduceOp::Any: r = b_.CreateOr(a, v); break;
-        case ReduceOp::All: r = b_.CreateAnd(a, v); break;
-        case ReduceOp::ArgMax: case ReduceOp::ArgMin: {
-          // Ties keep the first index; NaN beats any number and the first NaN wins (as eager).
-          Value* cur = b_.CreateLoad(i64(), arg);
-          Value* better = binary(n.reduce == ReduceOp::ArgMax ? SOp::Gt : SOp::Lt, v, a, dt);
-          if (fl) better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(a, a)));
-          Value* take = b_.CreateOr(b_.CreateICmpSLT(cur, c64(0)), better);
-          b_.CreateStore(b_.CreateSelect(take, index(ix_linear(l.ridx, n.rsizes)), cur), arg);
-          r = b_.CreateSelect(take, v, a);
-          break;
-        }
+        else if (dt == DType::Bool) r = mx ? b_.CreateOr(acc, v) : b_.CreateAnd(acc, v);
+        else r = b_.CreateSelect(mx ? binary(SOp::Gt, v, acc, dt) : binary(SOp::Lt, v, acc, dt), v, acc);
+        break;
       }
-      b_.CreateStore(r, acc);
-    }, SIZE_MAX, interleave_hint(4));
-    memo_.clear();
-    Value* result = b_.CreateLoad(t, acc);
-    if (extremes) result = extremes->result();
+      case ReduceOp::Any: r = b_.CreateOr(acc, v); break;
+      case ReduceOp::All: r = b_.CreateAnd(acc, v); break;
+      case ReduceOp::ArgMax: case ReduceOp::ArgMin: {
+        // Ties keep the first index; NaN beats any number and the first NaN wins (as eager).
+        Value* cur = b_.CreateLoad(i64(), a.arg);
+        Value* better = binary(n.reduce == ReduceOp::ArgMax ? SOp::Gt : SOp::Lt, v, acc, dt);
+        if (fl) better = b_.CreateOr(better, b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpORD(acc, acc)));
+        Value* take = b_.CreateOr(b_.CreateICmpSLT(cur, c64(0)), better);
+        b_.CreateStore(b_.CreateSelect(take, index(ix_linear(l.ridx, n.rsizes)), cur), a.arg);
+        r = b_.CreateSelect(take, v, acc);
+        break;
+      }
+    }
+    b_.CreateStore(r, slot);
+  }
+
+  // The result: lanes folded in, finalised, stored, and kept in a register for the later loops of this outer
+  // point.
+  void finish_reduction(Accumulation& a) {
+    const KernelLoop& l = *a.l;
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    const DType dt = l.value->dtype;
+    Value* result = b_.CreateLoad(a.t, a.acc);
+    llvm::FastMathFlags reassoc;
+    reassoc.setAllowReassoc();
+    for (int64_t i = 0; i < a.lane_count; ++i) {
+      Value* part = b_.CreateLoad(a.t, lane_slot(a, c64(i)));
+      const bool sum = n.reduce == ReduceOp::Sum;
+      result = a.fl ? (sum ? b_.CreateFAdd(result, part) : b_.CreateFMul(result, part))
+                    : (sum ? b_.CreateAdd(result, part) : b_.CreateMul(result, part));
+      if (a.fl) llvm::cast<llvm::Instruction>(result)->setFastMathFlags(reassoc);
+    }
+    if (a.extremes) result = a.extremes->result();
     DType result_dt = dt;
-    if (arg) {
-      result = b_.CreateLoad(i64(), arg);
+    if (a.arg) {
+      result = b_.CreateLoad(i64(), a.arg);
       result_dt = DType::I64;
     }
     if (n.finalize) {
@@ -807,6 +914,17 @@ class Emitter {
     // Later loops of this kernel read the value for this outer point from a register (as stored, then loaded).
     const Buffer& buf = lg_.buffers[size_t(n.buffer)];
     registers_[n.buffer] = {at.str(), from_storage(to_storage(cast(result, result_dt, buf.dtype), buf.dtype), buf.dtype)};
+  }
+
+  void emit_reduction(const KernelLoop& l) {
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    Accumulation a = start_reduction(l);
+    nest(l.ridx, n.rsizes, 0, -1, [&] {
+      memo_.clear();
+      accumulate(a);
+    }, SIZE_MAX, interleave_hint(4));
+    memo_.clear();
+    finish_reduction(a);
   }
 };
 
@@ -833,14 +951,14 @@ void Emitter::emit(const std::string& symbol) {
     const Buffer& buf = lg_.buffers[size_t(b)];
     int64_t outer = shape_numel(Shape(buf.sizes.begin(), buf.sizes.begin() + int64_t(k_.outer.size())));
     int64_t row_elements = shape_numel(buf.sizes) / std::max<int64_t>(outer, 1);
-    int64_t rows = 1;
-    if (std::find(k_.two_row_buffers.begin(), k_.two_row_buffers.end(), b) != k_.two_row_buffers.end()) {
-      double_rows_[b] = row_elements;
-      rows = 2;
-    }
-    auto* row = b_.CreateAlloca(llvm::ArrayType::get(storage_type(buf.dtype), uint64_t(row_elements * rows)));
-    row->setAlignment(llvm::Align(64));
-    locals_[b] = row;
+    auto scratch_row = [&] {
+      auto* row = b_.CreateAlloca(llvm::ArrayType::get(storage_type(buf.dtype), uint64_t(row_elements)));
+      row->setAlignment(llvm::Align(64));
+      return row;
+    };
+    locals_[b] = scratch_row();
+    if (std::find(k_.two_row_buffers.begin(), k_.two_row_buffers.end(), b) != k_.two_row_buffers.end())
+      odd_rows_[b] = scratch_row();
   }
   find_next_row_reads();
   const int last = int(k_.loops.size()) - 1;
@@ -855,9 +973,19 @@ void Emitter::emit(const std::string& symbol) {
       const KernelLoop& l = k_.loops[i];
       const int par = k_.parallel_loop == int(i) ? k_.parallel_dim - int(k_.outer.size()) : -1;
       if (defer && int(i) == last) continue;  // written one row late, by the host
-      if (defer && int(i) == k_.deferred_host) emit_host(l, par, int(i) == prefetch_loop_, row_range().first);
+      if (l.accumulated_in >= 0) continue;    // accumulated while its producer ran
+      const bool prefetched = int(i) == prefetch_loop_;
+      // Reductions accumulated in this loop: in lanes when its elements run in prefetched blocks.
+      std::vector<Accumulation> accumulations;
+      const int64_t line = std::max<int64_t>(1, 64 / dtype_size(lg_.buffers[size_t(lg_.nodes[size_t(l.node)].buffer)].dtype));
+      for (const KernelLoop& r : k_.loops)
+        if (r.accumulated_in == int(i)) accumulations.push_back(start_reduction(r, prefetched && !next_row_reads_.empty() ? line : 0));
+      accumulating_ = accumulations.empty() ? nullptr : &accumulations;
+      if (defer && int(i) == k_.deferred_host) emit_host(l, par, prefetched, row_range().first);
       else if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
-      else emit_pointwise(l, par, int(i) == prefetch_loop_);
+      else emit_pointwise(l, par, prefetched);
+      accumulating_ = nullptr;
+      for (Accumulation& a : accumulations) finish_reduction(a);
     }
   };
   if (!defer) {
@@ -868,6 +996,7 @@ void Emitter::emit(const std::string& symbol) {
       auto [first, end] = row_range();
       loop(first, end, [&](Value* r) {
         vars_[row_key_] = r;
+        row_is_odd_ = b_.CreateTrunc(r, b_.getInt1Ty());
         row();
       });
       auto* write = llvm::BasicBlock::Create(ctx_, "last_row", fn_);
@@ -875,6 +1004,7 @@ void Emitter::emit(const std::string& symbol) {
       b_.CreateCondBr(b_.CreateICmpSLT(first, end), write, done);
       b_.SetInsertPoint(write);
       vars_[row_key_] = b_.CreateSub(end, c64(1));
+      row_is_odd_ = b_.CreateTrunc(vars_[row_key_], b_.getInt1Ty());
       registers_.clear();
       emit_pointwise(k_.loops.back(), -1, false);
       b_.CreateBr(done);
@@ -882,6 +1012,7 @@ void Emitter::emit(const std::string& symbol) {
     }, innermost(k_.outer_vars));
   }
   b_.CreateRetVoid();
+  if (used_max_skipping_nan_) runtime::mark_max_skipping_nan(m_);
 
   auto* entry_ty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64(), i64(), ptr}, false);
   llvm::Function* outer = llvm::Function::Create(entry_ty, llvm::Function::ExternalLinkage, symbol, m_);

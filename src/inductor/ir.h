@@ -143,6 +143,9 @@ struct LoopNode {
   Shape sizes;            // Pointwise: the output shape; Reduction: the kept dims, in order
   Shape rsizes;           // Reduction: the reduced dims, in order
   ReduceOp reduce = ReduceOp::Sum;
+  // Max over floats whose NaNs need not reach the result (lowering.cpp softmax_stabilising_max): codegen may
+  // then use the host's one-instruction max, which skips NaN.
+  bool nan_insensitive = false;
   Body body;              // Pointwise: body(idx, {}); Reduction: the value combined at (idx, ridx)
   // Reduction: maps the accumulator to the stored value (mean divides by the count); null = identity.
   std::function<SExpr(const SExpr& acc)> finalize;

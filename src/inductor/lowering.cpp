@@ -338,6 +338,7 @@ class Lowerer {
   void lower_extern(const Node& n, const std::string& reason);
   bool lower_pointwise(const Node& n, const OpCall& mc, std::string& why);
   bool lower_reduction(const Node& n, const OpCall& mc, std::string& why);
+  bool softmax_stabilising_max(const Node& amax) const;
   bool lower_view(const Node& n, const OpCall& mc, std::string& why);
   bool lower_creation(const Node& n, const OpCall& mc, std::string& why);
   bool lower_data(const Node& n, const OpCall& mc, std::string& why);
@@ -738,6 +739,72 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
 
 // ---------------------------------------------------------------- reductions
 
+// Whether float amax node `amax` (m = amax(x, dims, keepdim)) is the stabilising max of a softmax or log_softmax,
+// and so may ignore NaN: a row holding a NaN then gives NaN in every value computed from m, whatever m is,
+// because each goes through the row's sum of exp (NaN in, NaN out), and a row without NaN gets the exact max.
+// The pattern (what ops/nn.cpp's decompositions build, or a user writes by hand), with m, d and e used nowhere else
+// and not graph outputs:
+//   d = sub(x, m);  e = exp(d);  s = sum(e, dims, keepdim);  then e's other use is div(e, s) (softmax), or d's
+//   other use is sub(d, log(s)) (log_softmax). s and what is computed from it may be used anywhere.
+// (A row of zeros of both signs may then get -0 for its max where the exact max is +0: x - m and exp come out
+// the same; only log_softmax's single-element rows can differ, in the sign of a zero.)
+bool Lowerer::softmax_stabilising_max(const Node& amax) const {
+  const auto& nodes = g_.nodes();
+  auto arg = [&](const Node& n, size_t i) {
+    const auto* t = i < n.args.size() ? std::get_if<graph::TensorArg>(&n.args[i]) : nullptr;
+    return t ? t->id : graph::kNoValue;
+  };
+  // The nodes reading v (each once), or nothing when v is a graph output.
+  auto users = [&](ValueId v) {
+    std::vector<int> u = users_[size_t(v)];
+    std::sort(u.begin(), u.end());
+    u.erase(std::unique(u.begin(), u.end()), u.end());
+    return is_output_[size_t(v)] ? std::vector<int>{} : u;
+  };
+  auto is_unit = [](const OpCall& c, int i) { return c.scalar(i).to_double() == 1.0; };
+  const ValueId x = arg(amax, 0), m = amax.outputs[0];
+  const OpCall mc = graph::bind_node_meta(g_, amax);
+  if (!mc.bool_(2)) return false;
+  const std::vector<int64_t> dims = reduction_dims(mc.ints(1), mc.tensor(0).dim(), "amax");
+  const std::vector<int> m_users = users(m);
+  if (m_users.size() != 1) return false;
+  const Node& sub = nodes[size_t(m_users[0])];
+  if (sub.op != OpId::sub || arg(sub, 0) != x || arg(sub, 1) != m || !is_unit(graph::bind_node_meta(g_, sub), 2))
+    return false;
+  const ValueId d = sub.outputs[0];
+  // d's users: exp, and for log_softmax the final sub (checked once s is known).
+  int exp_node = -1, final_sub = -1;
+  for (int u : users(d)) {
+    const Node& un = nodes[size_t(u)];
+    if (un.op == OpId::exp && exp_node < 0) exp_node = u;
+    else if (un.op == OpId::sub && arg(un, 0) == d && final_sub < 0) final_sub = u;
+    else return false;
+  }
+  if (exp_node < 0) return false;
+  const ValueId e = nodes[size_t(exp_node)].outputs[0];
+  int sum_node = -1, div_node = -1;
+  for (int u : users(e)) {
+    const Node& un = nodes[size_t(u)];
+    if (un.op == OpId::sum && sum_node < 0) sum_node = u;
+    else if (un.op == OpId::div && arg(un, 0) == e && div_node < 0) div_node = u;
+    else return false;
+  }
+  if (sum_node < 0 || (div_node >= 0) == (final_sub >= 0)) return false;  // exactly one of softmax, log_softmax
+  const Node& sum = nodes[size_t(sum_node)];
+  const OpCall sc = graph::bind_node_meta(g_, sum);
+  if (!sc.bool_(2) || sc.opt_dtype(3) || reduction_dims(sc.opt_ints(1), sc.tensor(0).dim(), "sum") != dims) return false;
+  const ValueId s = sum.outputs[0];
+  if (div_node >= 0) {
+    const Node& div = nodes[size_t(div_node)];
+    return arg(div, 1) == s && !graph::bind_node_meta(g_, div).opt_str(2);
+  }
+  const ValueId l = arg(nodes[size_t(final_sub)], 1);
+  const Node* log = nullptr;
+  for (int u : users_[size_t(s)])
+    if (nodes[size_t(u)].op == OpId::log && nodes[size_t(u)].outputs[0] == l) log = &nodes[size_t(u)];
+  return log && is_unit(graph::bind_node_meta(g_, nodes[size_t(final_sub)]), 2);
+}
+
 bool Lowerer::lower_reduction(const Node& n, const OpCall& mc, std::string& why) {
   const OpId id = n.op;
   const Tensor& x = mc.tensor(0);
@@ -799,6 +866,12 @@ bool Lowerer::lower_reduction(const Node& n, const OpCall& mc, std::string& why)
   node.rsizes = rsizes;
   node.reduce = rop;
   node.origin = name(n.outputs[0]);
+  if (id == OpId::amax && is_floating(out_dt) && softmax_stabilising_max(n) &&
+      should_run("inductor", "nan_insensitive_max", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
+    node.nan_insensitive = true;
+    decide(fmt::format("%{} = amax: NaN-insensitive (the stabilising max of a softmax: a NaN in a row reaches every "
+                       "output through the row's sum)", name(n.outputs[0])));
+  }
   node.body = [in, reduced, acc_dt, rop](const std::vector<Index>& idx, const std::vector<Index>& ridx) {
     std::vector<Index> full;
     size_t k = 0, r = 0;

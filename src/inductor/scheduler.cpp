@@ -189,6 +189,7 @@ struct Builder {
     localise_buffers();
     choose_streaming_stores();
     choose_deferred_stores();
+    choose_accumulated_reductions();
     plan_memory();
   }
 
@@ -417,6 +418,58 @@ struct Builder {
     }
   }
 
+  // Accumulated reductions. A sum or product over the row the previous loop of the kernel (pointwise) has just
+  // written, reading it at the element being written (softmax's sum of exp(x - max)), is accumulated inside that
+  // loop while the element is in a register: one pass over the row instead of two, and the row's arithmetic
+  // overlaps the memory traffic of that loop (next-row prefetch, deferred row writes). Softmax 4096x4096 in C
+  // on the development VM: 0.77-0.78 of copy bandwidth with a separate sum loop, 0.77-0.85 accumulated.
+  // Returns why loop i does not qualify ("" when it does); not a candidate at all when `candidate` is false.
+  std::string accumulation_refusal(const Kernel& k, size_t i, bool& candidate) const {
+    const KernelLoop& r = k.loops[i];
+    const LoopNode& rn = lg.nodes[size_t(r.node)];
+    const KernelLoop& p = k.loops[i - 1];
+    const LoopNode& pn = lg.nodes[size_t(p.node)];
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(r.value, loads);
+    candidate = rn.kind == LoopNode::Kind::Reduction && pn.kind == LoopNode::Kind::Pointwise &&
+                std::any_of(loads.begin(), loads.end(), [&](const auto& ld) { return ld.first == pn.buffer; });
+    if (!candidate) return "not a reduction of the previous loop's values";
+    if (rn.reduce != ReduceOp::Sum && rn.reduce != ReduceOp::Prod) return "only sums and products are accumulated";
+    if (k.parallel_loop != -1) return "the threads split a loop, not the rows";
+    auto rv = row_variable(k, r), pv = row_variable(k, p);
+    if (!rv || !pv) return "a loop does not run along one variable";
+    if (rv->second != pv->second) return "the loops run over rows of different lengths";
+    const Index at = ix_linear(p.idx, pn.sizes);
+    const int64_t c = ix_coefficient(at, pv->first);
+    const Index at_rest = ix_add(at, ix_scale(pv->first, -c));
+    for (const auto& [buffer, ix] : loads) {
+      if (buffer != pn.buffer) continue;
+      const Index rest = ix_add(ix, ix_scale(rv->first, -c));
+      if (c == 0 || ix_coefficient(ix, rv->first) != c || ix_depends_on(rest, rv->first) ||
+          ix_depends_on(at_rest, pv->first) || !(rest == at_rest))
+        return fmt::format("it reads {} at other elements than the one being written", pn.origin);
+    }
+    return "";
+  }
+  void choose_accumulated_reductions() {
+    for (Kernel& k : out.kernels)
+      for (size_t i = 1; i < k.loops.size(); ++i) {
+        bool candidate = false;
+        std::string why = accumulation_refusal(k, i, candidate);
+        if (!candidate) continue;
+        const std::string& origin = lg.nodes[size_t(k.loops[i].node)].origin;
+        if (why.empty() && !should_run("inductor", "accumulate", [&] { return fmt::format("{} in {}", origin, k.name); }))
+          why = "refused by the bisection hook";
+        if (!why.empty()) {
+          decide(fmt::format("{}: reduce {} in its own loop: {}", k.name, origin, why));
+          continue;
+        }
+        k.loops[i].accumulated_in = int(i) - 1;
+        decide(fmt::format("{}: accumulate {} inside loop {}, as it writes the elements {} reduces", k.name, origin,
+                           i - 1, origin));
+      }
+  }
+
   // Frees each intermediate buffer after the last step that reads or writes it.
   void plan_memory() {
     std::vector<int> last(lg.buffers.size(), -1);
@@ -549,8 +602,10 @@ std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<in
     const Buffer& out = lg.buffers[size_t(n.buffer)];
     std::string dest = p.buffer(n.buffer);
     if (n.kind == LoopNode::Kind::Reduction)
-      text += fmt::format("  loop {}: reduce {} over {} -> {}: {}{}{}\n", li, reduce_op_name(n.reduce), shape_str(n.rsizes),
-                          dest, dtype_name(out.dtype), shape_str(n.sizes), fin);
+      text += fmt::format("  loop {}: reduce {}{} over {} -> {}: {}{}{}{}\n", li, reduce_op_name(n.reduce),
+                          n.nan_insensitive ? " (NaN-insensitive)" : "", shape_str(n.rsizes),
+                          dest, dtype_name(out.dtype), shape_str(n.sizes), fin,
+                          l.accumulated_in >= 0 ? fmt::format(" accumulated in loop {}", l.accumulated_in) : "");
     else
       text += fmt::format("  loop {}: pointwise {} -> {}: {}{}{}\n", li, shape_str(n.sizes), dest, dtype_name(out.dtype),
                           l.stream ? " stream" : "",

@@ -7,7 +7,8 @@
 // Every refusal records why (KILN_LOGS=fusion). Then three placement passes, each decision logged with its
 // reason: intermediates used only inside their kernel become kernel-local scratch rows, large outputs the
 // kernel does not read back get streaming stores, and a streamed last loop over rows may be written one row
-// late inside an earlier loop of the next row (deferred row writes). Memory planning frees each intermediate after its last use and
+// late inside an earlier loop of the next row (deferred row writes); and a reduction over the row a pointwise
+// loop just wrote is accumulated inside that loop. Memory planning frees each intermediate after its last use and
 // reuses freed blocks of the same size.
 #pragma once
 #include <string>
@@ -25,6 +26,9 @@ struct KernelLoop {
   // the streaming threshold (runtime/host_caches.h), the loop is not compute-bound and this kernel does not read
   // it back (choose_streaming_stores).
   bool stream = false;
+  // Reduction: accumulated inside this earlier pointwise loop of the kernel, element by element as that loop
+  // writes the row it reduces (-1: runs as its own loop; choose_accumulated_reductions).
+  int accumulated_in = -1;
 };
 
 struct Kernel {

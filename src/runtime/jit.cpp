@@ -367,6 +367,8 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   auto t1 = std::chrono::steady_clock::now();
   im.optimize(*module);
   inline_vector_math(*module);
+  if (int replaced = lower_max_skipping_nan(*module))
+    KILN_LOG(LogChannel::Cache, "{}: {} NaN-skipping vector max instructions", symbol, replaced);
   if (int streamed = mark_streaming_stores(*module)) {
     im.stats.streaming_stores += streamed;
     KILN_LOG(LogChannel::Cache, "{}: {} streaming (non-temporal) vector stores", symbol, streamed);

@@ -1,9 +1,10 @@
 // kiln's vector math for AVX-512 hosts (see vector_math.h): e^x on f32 as a degree-5 polynomial scaled by
-// vscalefps, in scalar, 8- and 16-lane versions the loop vectoriser picks between.
+// vscalefps, in scalar, 8- and 16-lane versions the loop vectoriser picks between; NaN-skipping max.
 #include "runtime/vector_math.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
@@ -82,7 +83,46 @@ llvm::Function* expf_function(llvm::Module& m) {
   return scalar;
 }
 
+constexpr const char* kMaxSkippingNan = "kiln.max_skipping_nan";
+
+// The x86 max instruction for a vector type, or none (scalars and other widths keep llvm.maximum).
+llvm::Intrinsic::ID x86_max(llvm::Type* t) {
+  auto* v = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (!v) return llvm::Intrinsic::not_intrinsic;
+  const bool f32 = v->getElementType()->isFloatTy();
+  if (!f32 && !v->getElementType()->isDoubleTy()) return llvm::Intrinsic::not_intrinsic;
+  switch (v->getPrimitiveSizeInBits().getFixedValue()) {
+    case 128: return f32 ? llvm::Intrinsic::x86_sse_max_ps : llvm::Intrinsic::x86_sse2_max_pd;
+    case 256: return f32 ? llvm::Intrinsic::x86_avx_max_ps_256 : llvm::Intrinsic::x86_avx_max_pd_256;
+    case 512: return f32 ? llvm::Intrinsic::x86_avx512_max_ps_512 : llvm::Intrinsic::x86_avx512_max_pd_512;
+    default: return llvm::Intrinsic::not_intrinsic;
+  }
+}
+
 }  // namespace
+
+void mark_max_skipping_nan(llvm::Module& m) { m.getOrInsertNamedMetadata(kMaxSkippingNan); }
+
+int lower_max_skipping_nan(llvm::Module& m) {
+  if (!m.getNamedMetadata(kMaxSkippingNan)) return 0;
+  std::vector<llvm::IntrinsicInst*> calls;
+  for (llvm::Function& f : m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* call = llvm::dyn_cast<llvm::IntrinsicInst>(&i);
+            call && call->getIntrinsicID() == llvm::Intrinsic::maximum && x86_max(call->getType()))
+          calls.push_back(call);
+  for (llvm::IntrinsicInst* call : calls) {
+    llvm::IRBuilder<> b(call);
+    const llvm::Intrinsic::ID id = x86_max(call->getType());
+    std::vector<llvm::Value*> args = {call->getArgOperand(0), call->getArgOperand(1)};
+    if (id == llvm::Intrinsic::x86_avx512_max_ps_512 || id == llvm::Intrinsic::x86_avx512_max_pd_512)
+      args.push_back(b.getInt32(4));  // the current rounding mode
+    call->replaceAllUsesWith(b.CreateIntrinsic(id, {}, args));
+    call->eraseFromParent();
+  }
+  return int(calls.size());
+}
 
 bool has_fast_vector_math() {
   static const bool has = [] {
