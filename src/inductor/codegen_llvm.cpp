@@ -65,29 +65,24 @@ class Emitter {
   // NaN-insensitive max reductions (LoopNode::nan_insensitive) as llvm.maximum recurrences, which JIT turns into
   // the host's one-instruction max (runtime::lower_max_skipping_nan): softmax's max loop then costs 1 vector op
   // an element instead of FloatExtremes' 3. That pass changes every vector llvm.maximum of the module, so
-  // kernels that also compute a pointwise float maximum (NaN-propagating) keep FloatExtremes; so do hosts without
-  // AVX-512, where llvm.maximum costs 5 ops.
-  const bool max_skips_nan_ = runtime::has_fast_vector_math() && !has_float_extremes(k_);
+  // kernels that also compute a pointwise float maximum (SOp::Max, torch.maximum: llvm.maximum, which must
+  // propagate NaN) keep FloatExtremes; so do hosts without AVX-512, where llvm.maximum costs 5 ops.
+  const bool max_skips_nan_ =
+      runtime::has_fast_vector_math() &&
+      count_nodes(k_, [](const SNode& n) { return n.op == SOp::Max && is_floating(n.dtype); }) == 0;
   bool used_max_skipping_nan_ = false;
-  static bool has_float_extremes(const Kernel& k) {
-    std::set<const SNode*> seen;
-    bool found = false;
-    std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
-      if (!seen.insert(e.get()).second) return;
-      found |= (e->op == SOp::Max || e->op == SOp::Min) && is_floating(e->dtype);
-      for (const SExpr& a : e->args) visit(a);
-    };
-    for (const KernelLoop& l : k.loops) visit(l.value);
-    return found;
-  }
   static int f32_exp_sites(const Kernel& k) {
+    return count_nodes(k, [](const SNode& n) { return n.op == SOp::Exp && n.dtype == DType::F32; });
+  }
+  // How many distinct nodes of the kernel's loop bodies satisfy `pred`.
+  static int count_nodes(const Kernel& k, const std::function<bool(const SNode&)>& pred) {
     std::set<const SNode*> seen;
     std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
       if (!seen.insert(e.get()).second) return;
       for (const SExpr& a : e->args) visit(a);
     };
     for (const KernelLoop& l : k.loops) visit(l.value);
-    return int(std::count_if(seen.begin(), seen.end(), [](const SNode* n) { return n->op == SOp::Exp && n->dtype == DType::F32; }));
+    return int(std::count_if(seen.begin(), seen.end(), [&](const SNode* n) { return pred(*n); }));
   }
 
   llvm::Type* i64() { return b_.getInt64Ty(); }
@@ -567,7 +562,6 @@ class Emitter {
     loop(blocks_end, hi, element);
   }
 
-
   // Rows the kernel's first loop reads from memory, one element per step of its only loop variable: the
   // kernel's most expensive pointwise loop after the first (prefetch_loop_; with deferred row writes, the
   // host, which may be the first) prefetches their next-outer-point lines.
@@ -812,7 +806,8 @@ class Emitter {
         break;
     }
     b_.CreateStore(init, a.acc);
-    // Float max/min: three integer reductions over the raw bits (see FloatExtremes).
+    // Float max/min: a NaN-insensitive max as llvm.maximum (see max_skips_nan_), else three integer reductions
+    // over the raw bits (see FloatExtremes).
     a.skip_nan = fl && n.reduce == ReduceOp::Max && n.nan_insensitive && max_skips_nan_;
     used_max_skipping_nan_ |= a.skip_nan;
     if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min) && !a.skip_nan)

@@ -420,9 +420,10 @@ struct Builder {
 
   // Accumulated reductions. A sum or product over the row the previous loop of the kernel (pointwise) has just
   // written, reading it at the element being written (softmax's sum of exp(x - max)), is accumulated inside that
-  // loop while the element is in a register: one pass over the row instead of two, and the row's arithmetic
-  // overlaps the memory traffic of that loop (next-row prefetch, deferred row writes). Softmax 4096x4096 in C
-  // on the development VM: 0.77-0.78 of copy bandwidth with a separate sum loop, 0.77-0.85 accumulated.
+  // loop while the element is in a register: one pass over the row instead of two, and its adds overlap the
+  // memory traffic of that loop (next-row prefetch, deferred row writes). Softmax 4096x4096 in C on the
+  // development VM: 0.77-0.78 of copy bandwidth with a separate sum loop, 0.77-0.85 accumulated; in kiln no
+  // difference outside that VM's noise.
   // Returns why loop i does not qualify ("" when it does); not a candidate at all when `candidate` is false.
   std::string accumulation_refusal(const Kernel& k, size_t i, bool& candidate) const {
     const KernelLoop& r = k.loops[i];

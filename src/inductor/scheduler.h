@@ -4,7 +4,7 @@
 // joins the kernel being built when its iteration space starts with the kernel's outer dims and everything it
 // reads from that kernel was written for the same outer point (vertical fusion: a reduction's result is then
 // read from a register; horizontal fusion: independent nodes over the same space share the outer loop).
-// Every refusal records why (KILN_LOGS=fusion). Then three placement passes, each decision logged with its
+// Every refusal records why (KILN_LOGS=fusion). Then four placement passes, each decision logged with its
 // reason: intermediates used only inside their kernel become kernel-local scratch rows, large outputs the
 // kernel does not read back get streaming stores, and a streamed last loop over rows may be written one row
 // late inside an earlier loop of the next row (deferred row writes); and a reduction over the row a pointwise

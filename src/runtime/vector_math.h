@@ -34,9 +34,10 @@ void inline_vector_math(llvm::Module& m);
 // NaN-skipping max: marks `m` as a module whose vector llvm.maximum calls may skip NaN (every one comes from a
 // max reduction whose NaNs need not reach its result; codegen_llvm.cpp decides when). After the O2 pipeline,
 // lower_max_skipping_nan replaces each such vector call with the host's max instruction (vmaxps/vmaxpd: the
-// second operand when either is NaN, so a NaN element is skipped; otherwise the larger, +-0 in either order):
-// one instruction where llvm.maximum's NaN and signed-zero rules cost five. Returns how many calls it replaced;
-// a no-op on unmarked modules. Only where has_fast_vector_math().
+// larger operand, the second when either is NaN, +-0 in either order), so a reduction over values holding a NaN
+// ends with NaN or with one of its other values, which is what NaN-insensitive allows: one instruction where
+// llvm.maximum's NaN and signed-zero rules cost five. Returns how many calls it replaced; a no-op on unmarked
+// modules. Only where has_fast_vector_math().
 void mark_max_skipping_nan(llvm::Module& m);
 int lower_max_skipping_nan(llvm::Module& m);
 
