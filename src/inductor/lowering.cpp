@@ -772,24 +772,24 @@ bool Lowerer::softmax_stabilising_max(const Node& amax) const {
   if (sub.op != OpId::sub || arg(sub, 0) != x || arg(sub, 1) != m || !is_unit(graph::bind_node_meta(g_, sub), 2))
     return false;
   const ValueId d = sub.outputs[0];
-  // d's users: exp, and for log_softmax the final sub (checked once s is known).
-  int exp_node = -1, final_sub = -1;
-  for (int u : users(d)) {
-    const Node& un = nodes[size_t(u)];
-    if (un.op == OpId::exp && exp_node < 0) exp_node = u;
-    else if (un.op == OpId::sub && arg(un, 0) == d && final_sub < 0) final_sub = u;
-    else return false;
-  }
-  if (exp_node < 0) return false;
+  // v's users: one `first` op and at most one `second` op reading v as its first argument, nothing else.
+  auto split_users = [&](ValueId v, OpId first, OpId second, int& first_node, int& second_node) {
+    first_node = second_node = -1;
+    for (int u : users(v)) {
+      const Node& un = nodes[size_t(u)];
+      if (un.op == first && first_node < 0) first_node = u;
+      else if (un.op == second && arg(un, 0) == v && second_node < 0) second_node = u;
+      else return false;
+    }
+    return first_node >= 0;
+  };
+  // d's users: exp, and for log_softmax the final sub (checked once s is known); e's: the sum, and for softmax
+  // the division.
+  int exp_node, final_sub, sum_node, div_node;
+  if (!split_users(d, OpId::exp, OpId::sub, exp_node, final_sub)) return false;
   const ValueId e = nodes[size_t(exp_node)].outputs[0];
-  int sum_node = -1, div_node = -1;
-  for (int u : users(e)) {
-    const Node& un = nodes[size_t(u)];
-    if (un.op == OpId::sum && sum_node < 0) sum_node = u;
-    else if (un.op == OpId::div && arg(un, 0) == e && div_node < 0) div_node = u;
-    else return false;
-  }
-  if (sum_node < 0 || (div_node >= 0) == (final_sub >= 0)) return false;  // exactly one of softmax, log_softmax
+  if (!split_users(e, OpId::sum, OpId::div, sum_node, div_node)) return false;
+  if ((div_node >= 0) == (final_sub >= 0)) return false;  // exactly one of softmax, log_softmax
   const Node& sum = nodes[size_t(sum_node)];
   const OpCall sc = graph::bind_node_meta(g_, sum);
   if (!sc.bool_(2) || sc.opt_dtype(3) || reduction_dims(sc.opt_ints(1), sc.tensor(0).dim(), "sum") != dims) return false;
