@@ -750,7 +750,7 @@ class Emitter {
   }
 
   // One reduction's running value: while its own loop runs, or while the pointwise loop it is accumulated in
-  // runs (Scheduler's choose_accumulated_reductions).
+  // runs (scheduler.cpp choose_accumulated_reductions).
   struct Accumulation {
     const KernelLoop* l = nullptr;
     llvm::Type* t = nullptr;
@@ -825,6 +825,18 @@ class Emitter {
     return b_.CreateInBoundsGEP(a.lanes->getAllocatedType(), a.lanes, {c64(0), lane});
   }
 
+  // a + b (Sum) or a * b (Prod); reassociable for floats.
+  Value* sum_or_product(ReduceOp op, Value* a, Value* b, bool fl) {
+    Value* r = op == ReduceOp::Sum ? (fl ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b))
+                                   : (fl ? b_.CreateFMul(a, b) : b_.CreateMul(a, b));
+    if (fl) {
+      llvm::FastMathFlags reassoc;
+      reassoc.setAllowReassoc();
+      llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
+    }
+    return r;
+  }
+
   // Combines the reduction's value at the current indices into its accumulator (lane `lane`'s partial when the
   // accumulation has lanes and a lane is given).
   void accumulate(Accumulation& a, Value* lane = nullptr) {
@@ -832,21 +844,12 @@ class Emitter {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const DType dt = l.value->dtype;
     const bool fl = a.fl;
-    llvm::FastMathFlags reassoc;
-    reassoc.setAllowReassoc();
     Value* v = value(l.value);
     Value* slot = lane && a.lanes ? lane_slot(a, lane) : a.acc;
     Value* acc = b_.CreateLoad(a.t, slot);
     Value* r = nullptr;
     switch (n.reduce) {
-      case ReduceOp::Sum:
-        r = fl ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
-        if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
-        break;
-      case ReduceOp::Prod:
-        r = fl ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
-        if (fl) llvm::cast<llvm::Instruction>(r)->setFastMathFlags(reassoc);
-        break;
+      case ReduceOp::Sum: case ReduceOp::Prod: r = sum_or_product(n.reduce, acc, v, fl); break;
       case ReduceOp::Max: case ReduceOp::Min: {
         bool mx = n.reduce == ReduceOp::Max;
         if (a.skip_nan) r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, v);
@@ -881,15 +884,8 @@ class Emitter {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const DType dt = l.value->dtype;
     Value* result = b_.CreateLoad(a.t, a.acc);
-    llvm::FastMathFlags reassoc;
-    reassoc.setAllowReassoc();
-    for (int64_t i = 0; i < a.lane_count; ++i) {
-      Value* part = b_.CreateLoad(a.t, lane_slot(a, c64(i)));
-      const bool sum = n.reduce == ReduceOp::Sum;
-      result = a.fl ? (sum ? b_.CreateFAdd(result, part) : b_.CreateFMul(result, part))
-                    : (sum ? b_.CreateAdd(result, part) : b_.CreateMul(result, part));
-      if (a.fl) llvm::cast<llvm::Instruction>(result)->setFastMathFlags(reassoc);
-    }
+    for (int64_t i = 0; i < a.lane_count; ++i)
+      result = sum_or_product(n.reduce, result, b_.CreateLoad(a.t, lane_slot(a, c64(i))), a.fl);
     if (a.extremes) result = a.extremes->result();
     DType result_dt = dt;
     if (a.arg) {
