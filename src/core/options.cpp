@@ -126,23 +126,10 @@ bool parse_bool(const OptionSpec& spec, const std::string& v) {
 }
 
 int64_t parse_int(const OptionSpec& spec, const std::string& v) {
-  std::string t = trim(v);
-  KILN_CHECK(!t.empty(), "{} is empty: expected an integer (optionally with a K, M or G suffix)", spec.env);
-  int64_t scale = 1;
-  char last = char(std::toupper(static_cast<unsigned char>(t.back())));
-  if (last == 'K' || last == 'M' || last == 'G') {
-    scale = last == 'K' ? 1024 : last == 'M' ? 1024 * 1024 : 1024 * 1024 * 1024;
-    t.pop_back();
-  }
-  size_t used = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(t, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  KILN_CHECK(used == t.size() && used > 0, "{}={}: expected an integer (optionally with a K, M or G suffix)", spec.env, v);
-  return n * scale;
+  KILN_CHECK(!trim(v).empty(), "{} is empty: expected an integer (optionally with a K, M or G suffix)", spec.env);
+  std::optional<int64_t> n = parse_byte_count(trim(v));
+  KILN_CHECK(n, "{}={}: expected an integer (optionally with a K, M or G suffix)", spec.env, v);
+  return *n;
 }
 
 void validate(const OptionSpec& spec, const std::string& v) {
@@ -320,6 +307,26 @@ std::string options_markdown() {
       "its count and the site's debug info. Stages and subsystems so far: `passes` with one subsystem per\n"
       "pass name (`dce`, `cse`, `constant_folding`).\n";
   return out;
+}
+
+std::optional<int64_t> parse_byte_count(std::string_view text) {
+  std::string t(text);
+  if (t.empty()) return std::nullopt;
+  int64_t scale = 1;
+  char last = char(std::toupper(static_cast<unsigned char>(t.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    scale = last == 'K' ? 1024 : last == 'M' ? 1024 * 1024 : 1024 * 1024 * 1024;
+    t.pop_back();
+  }
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(t, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != t.size() || used == 0) return std::nullopt;
+  return n * scale;
 }
 
 }  // namespace kiln

@@ -54,6 +54,9 @@ bool opt_bool(Opt id);
 int64_t opt_int(Opt id);
 std::string opt_string(Opt id);             // String and Choice options
 std::vector<std::string> opt_list(Opt id);  // List options (trimmed, empty entries dropped)
+// `text` as a count of bytes: a decimal integer with an optional binary suffix K, M or G (4K = 4096; sysfs
+// writes cache sizes this way); nullopt when it is not one. Int options are parsed with it.
+std::optional<int64_t> parse_byte_count(std::string_view text);
 // Increments whenever an override changes, so caches of derived values (log channels) can refresh.
 uint64_t options_generation();
 

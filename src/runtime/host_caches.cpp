@@ -26,18 +26,6 @@ std::string read_word(const std::string& path) {
   return word;
 }
 
-// "48K", "2048K", "260M" -> bytes (0 when unreadable).
-int64_t parse_size(const std::string& text) {
-  if (text.empty()) return 0;
-  int64_t v = std::atoll(text.c_str());
-  switch (text.back()) {
-    case 'K': return v << 10;
-    case 'M': return v << 20;
-    case 'G': return v << 30;
-    default: return v;
-  }
-}
-
 // "0-1", "0,2,4-7" -> the number of CPUs listed (at least 1).
 int count_cpus(const std::string& list) {
   int count = 0;
@@ -72,7 +60,7 @@ HostCaches read_host_caches() {
     const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
     const std::string type = read_word(dir + "type");
     if (type.empty() || type == "Instruction") continue;
-    levels.push_back({std::atoi(read_word(dir + "level").c_str()), parse_size(read_word(dir + "size")),
+    levels.push_back({std::atoi(read_word(dir + "level").c_str()), parse_byte_count(read_word(dir + "size")).value_or(0),
                       count_cpus(read_word(dir + "shared_cpu_list"))});
   }
   HostCaches h;
