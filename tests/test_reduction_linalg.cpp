@@ -4,13 +4,18 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cblas.h>
+
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "eager/gradcheck.h"
 #include "eager/loops.h"
 #include "ops/api.h"
+#include "ops/blas.h"
 #include "ops/common.h"
 #include "ops/dispatch.h"
 
@@ -555,6 +560,48 @@ TEST(LinalgMm, ErrorsNameBothShapes) {
   expect_error([&] { matmul(Tensor::scalar(1.0, DType::F32), a); }, {"matmul", "0-D"});
   expect_error([&] { matmul(zeros({3}, DType::F32), zeros({4}, DType::F32)); }, {"matmul", "[3]", "[4]"});
   expect_error([&] { linear(a, zeros({4, 5}, DType::F32)); }, {"linear", "[2, 3]", "[4, 5]"});
+}
+
+// Matrix products run on kiln's OpenMP team: the OpenMP build of OpenBLAS (CMakeLists.txt), not the pthread
+// build, whose own pool of one thread a core spins after each call and takes the cores of the kernels that
+// follow (a compiled MLP on 16 cores: 40-64 ms instead of about 10). A process that has run parallel OpenMP loops
+// and then large GEMMs holds no more threads than before them.
+TEST(LinalgMm, RunsOnTheOpenMPTeamWithNoThreadPoolOfItsOwn) {
+  EXPECT_EQ(openblas_get_parallel(), 2) << "OpenBLAS build: " << openblas_get_config();
+  EXPECT_NE(blas_description().find("USE_OPENMP"), std::string::npos) << blas_description();
+  auto threads = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator());
+  };
+  (void)sum(randn_f64({1024, 1024}, 31));  // a parallel loop: the OpenMP team exists from here on
+  const auto before = threads();
+  Tensor a = randn_f64({256, 256}, 30), a32 = to(a, DType::F32), c = mm(a32, a32);
+  for (int i = 0; i < 3; ++i) c = mm(c, a32);
+  (void)mm(a, a);
+  EXPECT_EQ(threads(), before) << "a matrix product started threads of its own";
+}
+
+// GEMMs run the kernels of this CPU's widest vectors: OpenBLAS 0.3.21 takes CPUs newer than itself (Emerald
+// Rapids) for a Prescott and would run SSE3 kernels; kiln then chooses by the CPU's features (ops/blas.cpp), and
+// says so in `kiln --version`. The values are those of the reference product either way.
+TEST(LinalgMm, RunsTheKernelsOfThisCpusWidestVectors) {
+  Tensor a = randn_f64({300, 200}, 32), b = randn_f64({200, 100}, 33);
+  expect_near_vec(mm(to(a, DType::F32), to(b, DType::F32)).to_double_vector(), ref_matmul(a, b).to_double_vector(),
+                  1e-4, "f32 after the kernel choice");
+  const std::string core = openblas_get_corename(), description = blas_description();
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (std::getenv("OPENBLAS_CORETYPE") && description.find("chosen by kiln") == std::string::npos)
+    GTEST_SKIP() << "the user chose the kernels with OPENBLAS_CORETYPE: " << core;
+  const std::set<std::string> avx512_cores = {"SkylakeX", "Cooperlake", "SapphireRapids"},
+                              sse_cores = {"Unknown", "Prescott", "Core2", "Penryn", "Dunnington", "Nehalem"};
+  if (avx512) {
+    EXPECT_TRUE(avx512_cores.count(core)) << description;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    EXPECT_FALSE(sse_cores.count(core)) << description;
+  }
+  EXPECT_NE(description.find(core), std::string::npos) << description;
 }
 
 TEST(LinalgBmmAddmm, Values) {

@@ -6,13 +6,14 @@
 
 #include "core/error.h"
 #include "kiln_version.h"
+#include "ops/blas.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a compact torch.compile stack with first-class troubleshooting tools"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "print the version and git hash");
+  app.add_flag("--version", version, "print the version and git hash, and the BLAS kiln runs");
   kiln::cli::add_commands(app);
   try {
     app.parse(argc, argv);
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (version) {
-      std::printf("kiln %s (git %s)\n", KILN_VERSION, KILN_GIT_HASH);
+      std::printf("kiln %s (git %s)\nBLAS: %s\n", KILN_VERSION, KILN_GIT_HASH, kiln::blas_description().c_str());
       return 0;
     }
     if (app.get_subcommands().empty()) {

@@ -1,8 +1,6 @@
-// Convolution and pooling: conv2d as im2col + GEMM (OpenBLAS), max_pool2d and avg_pool2d as direct loops over
+// Convolution and pooling: conv2d as im2col + GEMM (ops/blas.h), max_pool2d and avg_pool2d as direct loops over
 // the N*C planes, and the backward helper ops their VJPs call (kernels only, so gradients are first-order).
 // f16/bf16 compute in f32 and round once; shapes, output sizes and errors follow ATen.
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "core/size_math.h"
 #include "eager/loops.h"
+#include "ops/blas.h"
 #include "ops/common.h"
 #include "ops/families.h"
 
@@ -36,26 +35,6 @@ std::pair<int64_t, int64_t> valid_outputs(int64_t n, int64_t stride, int64_t off
   int64_t hi = size - offset <= 0 ? 0 : (size - offset + stride - 1) / stride;
   lo = std::min(lo, n);
   return {lo, std::clamp(hi, lo, n)};
-}
-
-// ---------------------------------------------------------------- GEMM
-
-// c = op(a) @ op(b) + beta * c, row-major, via BLAS (f32 or f64).
-template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (beta == T(0))
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
-    return;
-  }
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
-  }
 }
 
 // ---------------------------------------------------------------- conv2d geometry
@@ -211,7 +190,7 @@ void conv2d_forward(const ConvGeometry& g, const T* x, const T* w, const T* bias
       const T* image = x + (n * g.C + grp * g.Cg) * g.H * g.W;
       if (!g.direct()) im2col(g, image, g.Cg, col.data());
       T* o = out + (n * g.OC + grp * OCg) * P;
-      gemm<T>(false, false, OCg, P, K, w + grp * OCg * K, K, g.direct() ? image : col.data(), P, T(0), o, P);
+      gemm(false, false, OCg, P, K, T(1), w + grp * OCg * K, K, g.direct() ? image : col.data(), P, T(0), o, P);
       if (!bias) continue;
       for (int64_t oc = 0; oc < OCg; ++oc) {
         const T b = bias[grp * OCg + oc];
@@ -231,7 +210,7 @@ void conv2d_input_grad(const ConvGeometry& g, const T* dy, const T* w, T* dx) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const T* go = dy + (n * g.OC + grp * OCg) * P;
       T* image = dx + (n * g.C + grp * g.Cg) * g.H * g.W;
-      gemm<T>(true, false, K, P, OCg, w + grp * OCg * K, K, go, P, T(0), g.direct() ? image : col.data(), P);
+      gemm(true, false, K, P, OCg, T(1), w + grp * OCg * K, K, go, P, T(0), g.direct() ? image : col.data(), P);
       if (!g.direct()) col2im(g, col.data(), g.Cg, image);
     }
   }
@@ -247,7 +226,7 @@ void conv2d_weight_grad(const ConvGeometry& g, const T* dy, const T* x, T* dw) {
       const T* image = x + (n * g.C + grp * g.Cg) * g.H * g.W;
       if (!g.direct()) im2col(g, image, g.Cg, col.data());
       const T* go = dy + (n * g.OC + grp * OCg) * P;
-      gemm<T>(false, true, OCg, K, P, go, P, g.direct() ? image : col.data(), P, T(1), dw + grp * OCg * K, K);
+      gemm(false, true, OCg, K, P, T(1), go, P, g.direct() ? image : col.data(), P, T(1), dw + grp * OCg * K, K);
     }
   }
 }

@@ -1,8 +1,7 @@
-// Matrix products: mm, bmm, addmm (CBLAS gemm for f32/f64, f16/bf16 through f32, integers with an i64
-// accumulating loop), and the decompositions matmul (full torch.matmul semantics) and linear.
-#include <cblas.h>
-
+// Matrix products: mm, bmm, addmm (BLAS gemm, ops/blas.h, for f32/f64; f16/bf16 through f32; integers with an
+// i64 accumulating loop), and the decompositions matmul (full torch.matmul semantics) and linear.
 #include "eager/loops.h"
+#include "ops/blas.h"
 #include "ops/common.h"
 #include "ops/families.h"
 
@@ -21,17 +20,6 @@ std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, in
   if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(1, rows)))
     return BlasLayout{true, cols == 1 ? std::max<int64_t>(1, rows) : cs};
   return std::nullopt;
-}
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 // out[B, m, n] (contiguous, already holding the addend when `beta` != 0) = alpha * a @ b + beta * out, with
