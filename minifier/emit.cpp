@@ -122,7 +122,8 @@ std::string emit_cpp(const ReproFile& r, const std::string& repro_path) {
   s += "// reference (a crash or hang in the backend is reported, not fatal). Exit 1 while it fails, 0 once fixed.\n";
   s += "// Build (from a kiln checkout built in build/):\n";
   s += "//   g++ -std=c++20 -O1 -I$KILN/src -I$KILN THIS.cpp $KILN/build/libkiln_minifier.a $KILN/build/libkiln_repro.a \\\n";
-  s += "//       $KILN/build/libkiln.a -lfmt -fopenmp -lopenblas -o repro\n";
+  s += "//       $KILN/build/libkiln.a \\\n";
+  s += "//       " KILN_PROGRAM_LIBS " -o repro\n";
   s += "#include <cstdio>\n#include <filesystem>\n#include <string>\n\n";
   s += "#include \"core/options.h\"\n#include \"graph/inputs.h\"\n#include \"graph/text.h\"\n#include \"repro/reproduce.h\"\n";
   if (r.backend == kInjectTestBackend) s += "#include \"minifier/inject_backend.h\"\n";

@@ -58,10 +58,11 @@ Child spawn(size_t index, const std::function<std::string()>& body, double timeo
   if (pid == 0) {
     ::close(fds[0]);
     for (const Child& c : others) ::close(c.fd);
-    // GNU OpenMP's and OpenBLAS's thread pools do not survive fork(): each child computes on one thread
-    // (and parallel children share the machine's cores). OpenBLAS re-creates its pool when told its thread
-    // count after a fork, and those threads spin (sched_yield) for a while, taking a core from the body and
-    // its siblings: shut the pool down again (with one thread, OpenBLAS runs on the calling thread).
+    // GNU OpenMP's thread pool does not survive fork(): each child computes on one thread (and parallel
+    // children share the machine's cores). kiln's OpenBLAS (the OpenMP build, ops/blas.h) follows OpenMP; a
+    // pthread build linked instead re-creates its own pool when told its thread count after a fork, and those
+    // threads spin (sched_yield) for a while, taking a core from the body and its siblings: shut that pool down
+    // again (with one thread, OpenBLAS runs on the calling thread).
     omp_set_num_threads(1);
     openblas_set_num_threads(1);
     if (blas_thread_shutdown_) blas_thread_shutdown_();

@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
 
 #include "core/options.h"
 #include "graph/inputs.h"
@@ -342,6 +345,37 @@ TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
     std::ofstream(path) << py;
     EXPECT_EQ(std::system(("python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' " + path).c_str()), 0);
   }
+  // The program builds with the line in its header (this build's libraries for $KILN/build) and, run beside the
+  // repro's inputs, reports the failure with exit code 1. Not in sanitizer builds, whose libraries need the
+  // sanitizers' flags too.
+  if (KILN_SANITIZED || std::system("g++ --version > /dev/null 2>&1") != 0) return;
+  const fs::path dir = fs::path(out).parent_path();
+  auto read_file = [](const fs::path& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  std::ofstream(dir / "m.cpp") << cpp;
+  std::string line;
+  std::istringstream header(cpp);
+  for (std::string l; std::getline(header, l) && l.rfind("//", 0) == 0;) {
+    if (l.rfind("//   g++", 0) == 0) line = l.substr(2);
+    else if (!line.empty() && line.back() == '\\') line = line.substr(0, line.size() - 1) + l.substr(2);
+  }
+  ASSERT_NE(line.find("g++"), std::string::npos) << cpp;
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = line.find(from); at != std::string::npos; at = line.find(from, at + to.size()))
+      line.replace(at, from.size(), to);
+  };
+  replace_all("$KILN/build/", std::string(KILN_BINARY_DIR) + "/");
+  replace_all("$KILN", KILN_SOURCE_DIR);
+  replace_all("THIS.cpp", (dir / "m.cpp").string());
+  replace_all("-o repro", "-o " + (dir / "m").string());
+  ASSERT_EQ(std::system((line + " 2> " + (dir / "build.txt").string()).c_str()), 0)
+      << line << "\n" << read_file(dir / "build.txt");
+  const int status = std::system(((dir / "m").string() + " > " + (dir / "run.txt").string() + " 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << read_file(dir / "run.txt");
+  EXPECT_NE(read_file(dir / "run.txt").find("compile_error"), std::string::npos)
+      << read_file(dir / "run.txt");
 }
 
 TEST(Minifier, ReproHookWritesAndMinifiesByLevel) {
