@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/npy.h"
 #include "core/options.h"
+#include "runtime/jit.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
@@ -159,6 +160,17 @@ TEST_F(Cli, HelpOptionsListsEveryOptionAndChannel) {
   CommandResult md = kiln_cli("--help-options-md");
   EXPECT_EQ(md.exit_code, 0);
   EXPECT_EQ(md.output, options_markdown());
+}
+
+// What a bug report needs about the build: version and commit, the BLAS and the JIT's target, one line each.
+TEST_F(Cli, VersionNamesTheBlasAndTheJitTarget) {
+  CommandResult r = kiln_cli("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output.rfind("kiln ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("\nBLAS: OpenBLAS "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("USE_OPENMP"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\nJIT: " + runtime::KernelJit::instance().target_description() + "\n"), std::string::npos)
+      << r.output;
 }
 
 TEST_F(Cli, WarnsAboutUnknownKilnVariables) {
