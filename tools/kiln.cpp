@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   CLI::App app{"kiln: a compact torch.compile stack with first-class troubleshooting tools"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "print the version and git hash, the BLAS kiln runs and the target its JIT compiles for");
+  app.add_flag("--version", version,
+               "print the version and git hash, the BLAS kiln runs and the target its JIT compiles for");
   kiln::cli::add_commands(app);
   try {
     app.parse(argc, argv);
@@ -23,8 +24,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (version) {
-      std::printf("kiln %s (git %s)\nBLAS: %s\nJIT: %s\n", KILN_VERSION, KILN_GIT_HASH, kiln::blas_description().c_str(),
-                  kiln::runtime::KernelJit::instance().target_description().c_str());
+      std::printf("kiln %s (git %s)\nBLAS: %s\nJIT: %s\n", KILN_VERSION, KILN_GIT_HASH,
+                  kiln::blas_description().c_str(), kiln::runtime::KernelJit::instance().target_description().c_str());
       return 0;
     }
     if (app.get_subcommands().empty()) {

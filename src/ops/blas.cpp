@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 // OpenBLAS's own re-selection of its kernels (exported by its DYNAMIC_ARCH builds, as Debian's; weak: absent from
 // a build for one CPU, which has nothing to choose).
@@ -84,7 +86,9 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
 std::string blas_description() {
   const std::string& replaced = replaced_blas_core();
   std::string s = openblas_get_config();  // names the kernels it runs ("... USE_OPENMP SkylakeX MAX_THREADS=64")
-  if (!replaced.empty()) s += fmt::format(" ({} kernels chosen by kiln: OpenBLAS took this CPU for a {})", openblas_get_corename(), replaced);
+  if (!replaced.empty())
+    s += fmt::format(" ({} kernels chosen by kiln: OpenBLAS took this CPU for a {})", openblas_get_corename(),
+                     replaced);
   return s;
 }
 
