@@ -3,9 +3,10 @@
 // when reads and writes are equal, memcpy), all measured in the same run (compiled and baseline alternately,
 // fastest of 10 each). Counters: eager_ms, speedup (eager / compiled), GB/s over the bytes that must move (inputs
 // read once, outputs written once), copy_GB/s (stream_copy_GB/s and memcpy_GB/s, the two ways) and vs_copy;
-// memory cases report peak bytes of compiled and eager runs. Compile latency: inductor/compile_chain100_cold (no kernel cache: a fresh cache
-// directory and an empty in-memory index per iteration), inductor/compile_chain100_kernels_cached (every
-// kernel a cache hit, the graph compiled again) and inductor/compile_chain100_cached (a graph-level hit).
+// memory cases report peak bytes of compiled and eager runs. Compile latency: inductor/compile_chain100_cold
+// (no kernel cache: a fresh cache directory and an empty in-memory index per iteration),
+// inductor/compile_chain100_kernels_cached (every kernel a cache hit, the graph compiled again) and
+// inductor/compile_chain100_cached (a graph-level hit).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

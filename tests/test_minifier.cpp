@@ -41,6 +41,11 @@ std::string temp_dir(const std::string& name) {
   return d.string();
 }
 
+std::string read_text(const fs::path& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
 // The minified graph is exactly one relu reading the graph input that carries the original relu's input.
 void expect_just_the_relu(const graph::Graph& g, const std::string& relu_input) {
   ASSERT_EQ(g.num_op_nodes(), 1) << graph::print_graph(g);
@@ -350,10 +355,6 @@ TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
   // sanitizers' flags too.
   if (KILN_SANITIZED || std::system("g++ --version > /dev/null 2>&1") != 0) return;
   const fs::path dir = fs::path(out).parent_path();
-  auto read_file = [](const fs::path& p) {
-    std::ifstream f(p);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  };
   std::ofstream(dir / "m.cpp") << cpp;
   std::string line;
   std::istringstream header(cpp);
@@ -371,11 +372,11 @@ TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
   replace_all("THIS.cpp", (dir / "m.cpp").string());
   replace_all("-o repro", "-o " + (dir / "m").string());
   ASSERT_EQ(std::system((line + " 2> " + (dir / "build.txt").string()).c_str()), 0)
-      << line << "\n" << read_file(dir / "build.txt");
+      << line << "\n" << read_text(dir / "build.txt");
   const int status = std::system(((dir / "m").string() + " > " + (dir / "run.txt").string() + " 2>&1").c_str());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << read_file(dir / "run.txt");
-  EXPECT_NE(read_file(dir / "run.txt").find("compile_error"), std::string::npos)
-      << read_file(dir / "run.txt");
+  const std::string run = read_text(dir / "run.txt");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << run;
+  EXPECT_NE(run.find("compile_error"), std::string::npos) << run;
 }
 
 TEST(Minifier, ReproHookWritesAndMinifiesByLevel) {
@@ -416,8 +417,7 @@ TEST(Minifier, CliMinifiesAndTheReproRunsFromTheCommandLine) {
   std::string cmd = "cd " + dir + " && KILN_INJECT=relu:runtime_error " + KILN_CLI +
                     " minify g.kir --backend inject_test -q -j 2 --emit torch > out.txt 2> err.txt";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::ifstream f(dir + "/out.txt");
-  std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::string text = read_text(dir + "/out.txt");
   EXPECT_NE(text.find("minified 120 -> 1 op nodes"), std::string::npos) << text;
   EXPECT_NE(text.find("REPRODUCES"), std::string::npos) << text;
   EXPECT_TRUE(fs::exists(dir + "/g.min.py"));

@@ -126,8 +126,9 @@ bool parse_bool(const OptionSpec& spec, const std::string& v) {
 }
 
 int64_t parse_int(const OptionSpec& spec, const std::string& v) {
-  KILN_CHECK(!trim(v).empty(), "{} is empty: expected an integer (optionally with a K, M or G suffix)", spec.env);
-  std::optional<int64_t> n = parse_byte_count(trim(v));
+  const std::string t = trim(v);
+  KILN_CHECK(!t.empty(), "{} is empty: expected an integer (optionally with a K, M or G suffix)", spec.env);
+  std::optional<int64_t> n = parse_byte_count(t);
   KILN_CHECK(n, "{}={}: expected an integer (optionally with a K, M or G suffix)", spec.env, v);
   return *n;
 }
