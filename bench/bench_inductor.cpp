@@ -1,9 +1,11 @@
 // inductor/* benchmarks: compiled graphs against the eager interpreter and a memory-bandwidth baseline that reads
 // the graph's inputs and writes its outputs (bench_util.h CopyBaseline: the faster of a streaming-store pass and,
 // when reads and writes are equal, memcpy), all measured in the same run (compiled and baseline alternately,
-// fastest of 10 each). Counters: eager_ms, speedup (eager / compiled), GB/s over the bytes that must move (inputs
-// read once, outputs written once), copy_GB/s (stream_copy_GB/s and memcpy_GB/s, the two ways) and vs_copy;
-// memory cases report peak bytes of compiled and eager runs. Compile latency: inductor/compile_chain100_cold
+// fastest of 10 each), every timed run from cold caches (bench_util.h Caches; KILN_BENCH_WARM_CACHES=1: warm).
+// Counters: eager_ms, speedup (eager / compiled), GB/s over the bytes that must move (inputs read once, outputs
+// written once), copy_GB/s (stream_copy_GB/s and memcpy_GB/s, the two ways), vs_copy and cold_caches; memory
+// cases report peak bytes of compiled and eager runs; cases with a slice (the same graph small enough to stay in
+// L2) report in_cache_ms, roofline_ms and vs_roofline (run_case). Compile latency: inductor/compile_chain100_cold
 // (no kernel cache: a fresh cache directory and an empty in-memory index per iteration),
 // inductor/compile_chain100_kernels_cached (every kernel a cache hit, the graph compiled again) and
 // inductor/compile_chain100_cached (a graph-level hit).
@@ -12,6 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+
+#include <omp.h>
 
 #include "bench_util.h"
 #include "core/device.h"
@@ -41,9 +45,8 @@ std::string chain_text(int ops, int64_t n) {
   return s + fmt::format("  return {}\n}}\n", prev);
 }
 
-// pointwise10: ten cheap pointwise ops over 16M f32 (memory-bound when fused).
-std::string pointwise10_text() {
-  const int64_t n = 16 * 1024 * 1024;
+// pointwise10: ten cheap pointwise ops over n f32 (16M: memory-bound when fused).
+std::string pointwise10_text(int64_t n) {
   std::string s = fmt::format("graph pointwise10(%x: f32[{}], %y: f32[{}]) {{\n", n, n);
   const char* ops[] = {"add(%x, %y)", "mul(%t0, 0.5)", "sub(%t1, %y)", "relu(%t2)", "mul(%t3, %x)",
                        "add(%t4, 1.0)", "maximum(%t5, %y)", "mul(%t6, 2.0)", "sub(%t7, 0.25)", "abs(%t8)"};
@@ -58,16 +61,52 @@ int64_t bytes_of(const graph::Graph& g, const std::vector<graph::ValueId>& ids) 
   return bytes;
 }
 
-void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory) {
+// The time the case would take if memory were free: `slice`, the same computation small enough that its inputs
+// and outputs stay in L2 (1 MB or less), compiled and run on one thread, its fastest run scaled by `scale` (the
+// case's size over the slice's) and divided by the threads the case runs on. It errs high: it includes a call's
+// fixed cost (1-2 us on the development VM, against the slices' 20-50), and a slice's output, too small for
+// streaming stores (docs/inductor.md), is written with ordinary ones that read each line first. It assumes every
+// core computes as fast as one alone.
+double in_cache_seconds(const graph::Graph& slice, double scale) {
+  std::vector<Tensor> inputs = graph::seeded_inputs(slice, 0);
+  std::shared_ptr<CompiledGraph> c = compile(slice);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  double s = min_seconds_of([&] { (*c)(inputs); }, 200);
+  omp_set_num_threads(threads);
+  return s * scale / threads;
+}
+
+struct Slice {
+  graph::Graph graph;
+  double scale;  // the case's size over the slice's
+};
+
+// Times the compiled graph beside the eager interpreter and the copy baseline and sets the counters. With a
+// slice, also in_cache_ms (in_cache_seconds), roofline_ms (the larger of in_cache_ms and the baseline's time:
+// the roofline model's bound, memory or compute, whichever is slower here) and vs_roofline (roofline_ms over
+// the compiled time). vs_copy alone cannot tell a kernel that wastes bandwidth from a computation that takes
+// longer than moving its bytes; in_cache_ms above the baseline's time says the case is not memory-bound here.
+void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory,
+              const std::optional<Slice>& slice = std::nullopt) {
   const int64_t read_bytes = bytes_of(g, g.inputs()), write_bytes = bytes_of(g, g.outputs());
   const int64_t bytes = read_bytes + write_bytes;
   if (bytes == 0) return state.SkipWithError("the graph reads and writes no tensor bytes");
   std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
   std::shared_ptr<CompiledGraph> c = compile(g);
   graph::Interpreter eager(g);
-  double eager_s = min_seconds_of([&] { eager.run(inputs); }, 3);
+  // Cold runs start with the inputs and the last run's outputs (whose blocks the allocator hands out again)
+  // flushed from the caches.
+  const Caches caches = bench_caches();
+  std::vector<Tensor> outputs;
+  auto flush = [&] {
+    for (const std::vector<Tensor>* ts : {&inputs, &outputs})
+      for (const Tensor& t : *ts) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
+  };
+  double eager_s = min_seconds_of([&] { outputs = eager.run(inputs); }, 3, flush_when(caches, flush));
   for (auto _ : state) benchmark::DoNotOptimize((*c)(inputs));
-  auto [compiled_s, copy_times] = min_seconds_beside_copy([&] { (*c)(inputs); }, read_bytes, write_bytes, 10);
+  auto [compiled_s, copy_times] =
+      min_seconds_beside_copy([&] { outputs = (*c)(inputs); }, flush, read_bytes, write_bytes, 10, caches);
   double copy_bw = double(bytes) / copy_times.best();
   state.counters["eager_ms"] = eager_s * 1e3;
   state.counters["compiled_ms"] = compiled_s * 1e3;
@@ -77,7 +116,15 @@ void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory
   if (copy_times.memcpy_s < 1e30) state.counters["memcpy_GB/s"] = double(bytes) / copy_times.memcpy_s * 1e-9;
   state.counters["stream_copy_GB/s"] = double(bytes) / copy_times.streaming_s * 1e-9;
   state.counters["vs_copy"] = double(bytes) / compiled_s / copy_bw;
+  if (slice) {
+    const double in_cache_s = in_cache_seconds(slice->graph, slice->scale);
+    const double roofline_s = std::max(in_cache_s, copy_times.best());
+    state.counters["in_cache_ms"] = in_cache_s * 1e3;
+    state.counters["roofline_ms"] = roofline_s * 1e3;
+    state.counters["vs_roofline"] = roofline_s / compiled_s;
+  }
   state.counters["kernels"] = c->stats().kernels;
+  state.counters["cold_caches"] = caches == Caches::Cold;
   if (report_memory) {
     int64_t base = Storage::live_bytes();
     Storage::reset_peak_bytes();
@@ -92,23 +139,34 @@ void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory
   }
 }
 
+// The row cases over `rows` rows of 4096 f32: 4096 in the benchmarks, 32 or 64 in their slices.
+std::string softmax_text(int rows) {
+  return fmt::format("graph s(%x: f32[{0}, 4096]) {{\n  %y = softmax(%x, -1) : f32[{0}, 4096]\n  return %y\n}}\n",
+                     rows);
+}
+std::string layernorm_text(int rows) {
+  return fmt::format("graph l(%x: f32[{0}, 4096], %w: f32[4096], %b: f32[4096]) {{\n"
+                     "  %y = layer_norm(%x, [4096], %w, %b) : f32[{0}, 4096]\n  return %y\n}}\n",
+                     rows);
+}
+std::string row_sum_text(int rows) {
+  return fmt::format("graph r(%x: f32[{0}, 4096]) {{\n  %y = sum(%x, [1]) : f32[{0}]\n  return %y\n}}\n", rows);
+}
+
 void BM_pointwise10(benchmark::State& state) {
-  run_case(state, parse(pointwise10_text()), false);
+  run_case(state, parse(pointwise10_text(16 << 20)), false, Slice{parse(pointwise10_text(64 << 10)), 256});
 }
 void BM_softmax(benchmark::State& state) {
-  run_case(state, parse("graph s(%x: f32[4096, 4096]) {\n  %y = softmax(%x, -1) : f32[4096, 4096]\n  return %y\n}\n"),
-           false);
+  run_case(state, parse(softmax_text(4096)), false, Slice{parse(softmax_text(32)), 128});
 }
 void BM_layernorm(benchmark::State& state) {
-  run_case(state, parse("graph l(%x: f32[4096, 4096], %w: f32[4096], %b: f32[4096]) {\n"
-                        "  %y = layer_norm(%x, [4096], %w, %b) : f32[4096, 4096]\n  return %y\n}\n"),
-           false);
+  run_case(state, parse(layernorm_text(4096)), false, Slice{parse(layernorm_text(32)), 128});
 }
 void BM_row_sum(benchmark::State& state) {
-  run_case(state, parse("graph r(%x: f32[4096, 4096]) {\n  %y = sum(%x, [1]) : f32[4096]\n  return %y\n}\n"), false);
+  run_case(state, parse(row_sum_text(4096)), false, Slice{parse(row_sum_text(64)), 64});
 }
 void BM_chain100(benchmark::State& state) {
-  run_case(state, parse(chain_text(100, 1 << 20)), true);
+  run_case(state, parse(chain_text(100, 1 << 20)), true, Slice{parse(chain_text(100, 64 << 10)), 16});
 }
 void BM_mlp(benchmark::State& state) {
   graph::Graph g = parse(

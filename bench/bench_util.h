@@ -5,13 +5,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "eager/loops.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #include <xmmintrin.h>
@@ -26,12 +31,72 @@ inline double seconds_of(const std::function<void()>& f, int reps) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
 }
 
-// The fastest of `reps` timed runs (after a warm-up): on a shared, noisy machine the minimum is the run least
-// disturbed by other processes, which is what a ratio between two measurements needs.
-inline double min_seconds_of(const std::function<void()>& f, int reps) {
+// `n` bytes no two 4 KB pages of which are equal, like the seeded inputs of the kernels a baseline is compared
+// with: a hypervisor that merges identical pages (Linux KSM) could back a buffer of one repeated byte with one
+// physical page, which stays in cache.
+inline std::vector<char> distinct_bytes(size_t n) {
+  std::vector<char> bytes(n);
+  for (size_t i = 0; i < n; i += sizeof(uint64_t)) {
+    const uint64_t word = i * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing of the offset
+    std::memcpy(bytes.data() + i, &word, std::min(sizeof word, n - i));
+  }
+  return bytes;
+}
+
+// What the caches hold when a timed run starts.
+// - Cold: every line of the data the run reads and writes was flushed from every cache level first
+//   (clflushopt), so the run reads its inputs from memory: what "the bytes that must move" and a
+//   memory-bandwidth roofline mean, and what Triton's do_bench does on a GPU (it clears L2 before each run).
+//   Flushing the run's own lines is the one way found that works on both measured machines: on the 16-core
+//   host, a pass reading twice its 300 MB LLC left a copy's 64 MB source cached after three copies had read
+//   it (the copy ran at 241-254 GB/s after the pass, 267-301 with no eviction, 146-154 after clflushopt).
+// - Warm: the run follows an untimed run of itself. Where the last-level cache holds the inputs they come back
+//   from it: the development VM (260 MB of host LLC) keeps a 64 MB input between runs, and a copy of it runs at
+//   48-68 GB/s there against 33-38 GB/s from memory. A kernel that also computes gains less than a copy does,
+//   so a warm ratio against a warm copy understates it, and moves with how much of the cache the machine's
+//   other tenants leave.
+enum class Caches { Warm, Cold };
+
+// The regime of the inductor/* cases: cold, or warm with KILN_BENCH_WARM_CACHES=1 (docs/benchmarks.md).
+inline Caches bench_caches() {
+  const char* warm = std::getenv("KILN_BENCH_WARM_CACHES");
+  return warm && std::string_view(warm) == "1" ? Caches::Warm : Caches::Cold;
+}
+
+// `flush` where runs start cold, nothing where they start warm: the last argument of min_seconds_of.
+inline std::function<void()> flush_when(Caches caches, std::function<void()> flush) {
+  return caches == Caches::Cold ? std::move(flush) : std::function<void()>();
+}
+
+#if defined(__x86_64__)
+__attribute__((target("clflushopt"))) inline void flush_lines_opt(const char* p, int64_t lines) {
+  for (int64_t l = 0; l < lines; ++l) _mm_clflushopt(const_cast<char*>(p) + 64 * l);  // takes a void*
+}
+#endif
+
+// Flushes [p, p + bytes) from every cache level, dirty lines written back, on every thread (a no-op off x86-64).
+inline void flush_from_caches(const void* p, int64_t bytes) {
+#if defined(__x86_64__)
+  static const bool has_clflushopt = __builtin_cpu_supports("clflushopt");
+  const char* first = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(63));
+  const int64_t lines = (static_cast<const char*>(p) + bytes - first + 63) / 64;
+  parallel_for(lines, 1 << 12, [&](int64_t b, int64_t e) {
+    if (has_clflushopt) flush_lines_opt(first + 64 * b, e - b);
+    else
+      for (int64_t l = b; l < e; ++l) _mm_clflush(first + 64 * l);
+  });
+  _mm_sfence();
+#endif
+}
+
+// The fastest of `reps` timed runs after an untimed one (page faults, code, caches): on a shared, noisy machine
+// the minimum is the run least disturbed by other processes, which is what a ratio between two measurements
+// needs. `flush`, when given, runs before each timed run to make it start cold.
+inline double min_seconds_of(const std::function<void()>& f, int reps, const std::function<void()>& flush = {}) {
   f();
   double best = 1e30;
   for (int i = 0; i < reps; ++i) {
+    if (flush) flush();
     auto t0 = std::chrono::steady_clock::now();
     f();
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -51,9 +116,13 @@ inline double min_seconds_of(const std::function<void()>& f, int reps) {
 class CopyBaseline {
  public:
   CopyBaseline(int64_t read_bytes, int64_t write_bytes)
-      : read_(lines(read_bytes)), write_(lines(write_bytes)), src_(size_t(read_) * 64 + 64, 1),
+      : read_(lines(read_bytes)), write_(lines(write_bytes)), src_(distinct_bytes(size_t(read_) * 64 + 64)),
         dst_(size_t(write_) * 64 + 64) {}
   bool has_memcpy() const { return read_ == write_; }
+  void flush_from_caches() const {
+    kiln::flush_from_caches(src_.data(), int64_t(src_.size()));
+    kiln::flush_from_caches(dst_.data(), int64_t(dst_.size()));
+  }
   void run_memcpy() {
     parallel_for(read_ * 64, 1 << 20,
                  [&](int64_t b, int64_t e) { std::memcpy(dst_.data() + b, src_.data() + b, size_t(e - b)); });
@@ -116,31 +185,34 @@ class CopyBaseline {
 struct CopyTimes {
   double memcpy_s = 1e30, streaming_s = 1e30;
   double best() const { return std::min(memcpy_s, streaming_s); }
-  void time_once(CopyBaseline& copy) {
-    if (copy.has_memcpy()) memcpy_s = std::min(memcpy_s, min_seconds_of([&] { copy.run_memcpy(); }, 1));
-    streaming_s = std::min(streaming_s, min_seconds_of([&] { copy.run_streaming(); }, 1));
+  void time_once(CopyBaseline& copy, Caches caches) {
+    const std::function<void()> flush = flush_when(caches, [&] { copy.flush_from_caches(); });
+    if (copy.has_memcpy()) memcpy_s = std::min(memcpy_s, min_seconds_of([&] { copy.run_memcpy(); }, 1, flush));
+    streaming_s = std::min(streaming_s, min_seconds_of([&] { copy.run_streaming(); }, 1, flush));
   }
 };
 
-// Bandwidth (bytes read + written per second) of the copy baseline: the faster way, fastest of 10 runs each.
+// Bandwidth (bytes read + written per second) of the copy baseline: the faster way, fastest of 10 runs each,
+// with warm caches like the eager/* kernels it is compared with (timed back to back).
 inline double copy_bandwidth(int64_t bytes) {
   CopyBaseline copy(bytes / 2, bytes / 2);
   CopyTimes t;
-  for (int r = 0; r < 10; ++r) t.time_once(copy);
+  for (int r = 0; r < 10; ++r) t.time_once(copy, Caches::Warm);
   return double(bytes) / t.best();
 }
 
-// Times `f` and the baseline reading `read_bytes` and writing `write_bytes` alternately, `rounds` times each, and
-// returns the fastest run of `f` and of the baseline: both see the same machine state, so their ratio is stable
-// where either alone is not.
-inline std::pair<double, CopyTimes> min_seconds_beside_copy(const std::function<void()>& f, int64_t read_bytes,
-                                                            int64_t write_bytes, int rounds) {
+// Times `f` and the baseline reading `read_bytes` and writing `write_bytes` alternately, `rounds` times each, from
+// the same cache state (cold: `flush_f` flushes what f touches), and returns the fastest run of `f` and of the
+// baseline: both see the same machine state, so their ratio is stable where either alone is not.
+inline std::pair<double, CopyTimes> min_seconds_beside_copy(const std::function<void()>& f,
+                                                            const std::function<void()>& flush_f, int64_t read_bytes,
+                                                            int64_t write_bytes, int rounds, Caches caches) {
   CopyBaseline copy(read_bytes, write_bytes);
   double best_f = 1e30;
   CopyTimes copy_times;
   for (int r = 0; r < rounds; ++r) {
-    best_f = std::min(best_f, min_seconds_of(f, 1));
-    copy_times.time_once(copy);
+    best_f = std::min(best_f, min_seconds_of(f, 1, flush_when(caches, flush_f)));
+    copy_times.time_once(copy, caches);
   }
   return {best_f, copy_times};
 }
