@@ -101,7 +101,8 @@ void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory
   std::vector<Tensor> outputs;
   auto flush = [&] {
     for (const std::vector<Tensor>* ts : {&inputs, &outputs})
-      for (const Tensor& t : *ts) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
+      for (const Tensor& t : *ts)
+        if (t.storage()) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
   };
   double eager_s = min_seconds_of([&] { outputs = eager.run(inputs); }, 3, flush_when(caches, flush));
   for (auto _ : state) benchmark::DoNotOptimize((*c)(inputs));
