@@ -61,13 +61,14 @@ int64_t bytes_of(const graph::Graph& g, const std::vector<graph::ValueId>& ids) 
   return bytes;
 }
 
-// The time the case would take if memory were free: `slice`, the same computation small enough that its inputs
-// and outputs stay in L2 (1 MB or less), compiled and run on one thread, its fastest run scaled by `scale` (the
-// case's size over the slice's) and divided by the threads the case runs on. It errs high: it includes a call's
+// The time the case `g` would take if memory were free: `slice`, the same computation small enough that its
+// inputs and outputs stay in L2 (1 MB or less), compiled and run on one thread, its fastest run scaled by the
+// case's output bytes over the slice's and divided by the threads the case runs on. It errs high: it includes a call's
 // fixed cost (1-2 us on the development VM, against the slices' 20-50), and a slice's output, too small for
 // streaming stores (docs/inductor.md), is written with ordinary ones that read each line first. It assumes every
 // core computes as fast as one alone.
-double in_cache_seconds(const graph::Graph& slice, double scale) {
+double in_cache_seconds(const graph::Graph& g, const graph::Graph& slice) {
+  const double scale = double(bytes_of(g, g.outputs())) / double(bytes_of(slice, slice.outputs()));
   std::vector<Tensor> inputs = graph::seeded_inputs(slice, 0);
   std::shared_ptr<CompiledGraph> c = compile(slice);
   const int threads = omp_get_max_threads();
@@ -77,18 +78,13 @@ double in_cache_seconds(const graph::Graph& slice, double scale) {
   return s * scale / threads;
 }
 
-struct Slice {
-  graph::Graph graph;
-  double scale;  // the case's size over the slice's
-};
-
 // Times the compiled graph beside the eager interpreter and the copy baseline and sets the counters. With a
 // slice, also in_cache_ms (in_cache_seconds), roofline_ms (the larger of in_cache_ms and the baseline's time:
 // the roofline model's bound, memory or compute, whichever is slower here) and vs_roofline (roofline_ms over
 // the compiled time). vs_copy alone cannot tell a kernel that wastes bandwidth from a computation that takes
 // longer than moving its bytes; in_cache_ms above the baseline's time says the case is not memory-bound here.
 void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory,
-              const std::optional<Slice>& slice = std::nullopt) {
+              const std::optional<graph::Graph>& slice = std::nullopt) {
   const int64_t read_bytes = bytes_of(g, g.inputs()), write_bytes = bytes_of(g, g.outputs());
   const int64_t bytes = read_bytes + write_bytes;
   if (bytes == 0) return state.SkipWithError("the graph reads and writes no tensor bytes");
@@ -118,7 +114,7 @@ void run_case(benchmark::State& state, const graph::Graph& g, bool report_memory
   state.counters["stream_copy_GB/s"] = double(bytes) / copy_times.streaming_s * 1e-9;
   state.counters["vs_copy"] = double(bytes) / compiled_s / copy_bw;
   if (slice) {
-    const double in_cache_s = in_cache_seconds(slice->graph, slice->scale);
+    const double in_cache_s = in_cache_seconds(g, *slice);
     const double roofline_s = std::max(in_cache_s, copy_times.best());
     state.counters["in_cache_ms"] = in_cache_s * 1e3;
     state.counters["roofline_ms"] = roofline_s * 1e3;
@@ -155,19 +151,19 @@ std::string row_sum_text(int rows) {
 }
 
 void BM_pointwise10(benchmark::State& state) {
-  run_case(state, parse(pointwise10_text(16 << 20)), false, Slice{parse(pointwise10_text(64 << 10)), 256});
+  run_case(state, parse(pointwise10_text(16 << 20)), false, parse(pointwise10_text(64 << 10)));
 }
 void BM_softmax(benchmark::State& state) {
-  run_case(state, parse(softmax_text(4096)), false, Slice{parse(softmax_text(32)), 128});
+  run_case(state, parse(softmax_text(4096)), false, parse(softmax_text(32)));
 }
 void BM_layernorm(benchmark::State& state) {
-  run_case(state, parse(layernorm_text(4096)), false, Slice{parse(layernorm_text(32)), 128});
+  run_case(state, parse(layernorm_text(4096)), false, parse(layernorm_text(32)));
 }
 void BM_row_sum(benchmark::State& state) {
-  run_case(state, parse(row_sum_text(4096)), false, Slice{parse(row_sum_text(64)), 64});
+  run_case(state, parse(row_sum_text(4096)), false, parse(row_sum_text(64)));
 }
 void BM_chain100(benchmark::State& state) {
-  run_case(state, parse(chain_text(100, 1 << 20)), true, Slice{parse(chain_text(100, 64 << 10)), 16});
+  run_case(state, parse(chain_text(100, 1 << 20)), true, parse(chain_text(100, 64 << 10)));
 }
 void BM_mlp(benchmark::State& state) {
   graph::Graph g = parse(

@@ -31,18 +31,6 @@ inline double seconds_of(const std::function<void()>& f, int reps) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
 }
 
-// `n` bytes no two 4 KB pages of which are equal, like the seeded inputs of the kernels a baseline is compared
-// with: a hypervisor that merges identical pages (Linux KSM) could back a buffer of one repeated byte with one
-// physical page, which stays in cache.
-inline std::vector<char> distinct_bytes(size_t n) {
-  std::vector<char> bytes(n);
-  for (size_t i = 0; i < n; i += sizeof(uint64_t)) {
-    const uint64_t word = i * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing of the offset
-    std::memcpy(bytes.data() + i, &word, std::min(sizeof word, n - i));
-  }
-  return bytes;
-}
-
 // What the caches hold when a timed run starts.
 // - Cold: every line of the data the run reads and writes was flushed from every cache level first
 //   (clflushopt), so the run reads its inputs from memory: what "the bytes that must move" and a
@@ -116,7 +104,7 @@ inline double min_seconds_of(const std::function<void()>& f, int reps, const std
 class CopyBaseline {
  public:
   CopyBaseline(int64_t read_bytes, int64_t write_bytes)
-      : read_(lines(read_bytes)), write_(lines(write_bytes)), src_(distinct_bytes(size_t(read_) * 64 + 64)),
+      : read_(lines(read_bytes)), write_(lines(write_bytes)), src_(size_t(read_) * 64 + 64, 1),
         dst_(size_t(write_) * 64 + 64) {}
   bool has_memcpy() const { return read_ == write_; }
   void flush_from_caches() const {

@@ -156,8 +156,7 @@ int main(void) {
   x_all = aligned_alloc(64, bytes), y_all = aligned_alloc(64, bytes);
   copy_src = aligned_alloc(64, bytes), copy_dst = aligned_alloc(64, bytes);
   for (size_t i = 0; i < (size_t)kRows * kCols; ++i) x_all[i] = (float)((i * 7919) % 1000) * 0.01f - 5, y_all[i] = 0;
-  for (size_t i = 0; i < bytes; ++i) copy_src[i] = (char)(i * 2654435761u >> 13);  // no two pages equal
-  memset(copy_dst, 0, bytes);
+  memset(copy_src, 1, bytes), memset(copy_dst, 0, bytes);
   // Softmax and the copy alternately, each from cold caches, fastest of 20 each; the variants in turn, four rounds.
   const int threads = omp_get_max_threads();
   for (int round = 0; round < 4; ++round)
