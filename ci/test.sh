@@ -15,4 +15,10 @@ if [[ ${1:-} == --sanitize ]]; then
 else
   bash ci/build.sh build -DKILN_BUILD_BENCH=OFF  # the benchmarks are not tests; bench/ builds them (ON by default)
   ctest --test-dir build --output-on-failure -j2
+  # kiln gates itself as a user's CI would (docs/gate.md): every example compiles, runs and matches the fp64
+  # reference on the inductor, and every repro of a fixed bug stays fixed.
+  build/kiln gate examples --backend inductor --junit build/gate-examples.xml
+  if compgen -G "tests/repros/*.repro" >/dev/null; then
+    build/kiln gate tests/repros --junit build/gate-repros.xml
+  fi
 fi

@@ -1,0 +1,180 @@
+// Baseline files and the verdict rules of judge.h.
+#include "gate/judge.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "repro/repro.h"
+
+namespace kiln::gate {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kBaselineTag = "kiln_gate_baseline";
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The KILN_* settings of this process that change what is computed, as an environment prefix.
+std::string environment_prefix() {
+  std::string out;
+  for (const char* name : {"KILN_INJECT", "KILN_BISECT_LIMIT", "KILN_BISECT_DISABLE"})
+    if (const char* v = std::getenv(name); v && *v) out += fmt::format("{}={} ", name, shell_quote(v));
+  return out;
+}
+
+std::string reproduce_command(const Entry& e, const RunConfig& c) {
+  if (e.kind == EntryKind::Repro) return fmt::format("{}kiln repro run {}", environment_prefix(), shell_quote(e.path));
+  std::string inputs = e.inputs_dir.empty() ? fmt::format("--seed {}", e.seed) : "--inputs " + shell_quote(e.inputs_dir);
+  return fmt::format("{}kiln run {} --backend {} {} --check", environment_prefix(), shell_quote(e.path), c.backend,
+                     inputs);
+}
+
+// A sample of times regressed when its median is more than `tolerance` above the baseline's and the rank test
+// says the difference is not noise.
+void compare_times(EntryResult& r, const char* what, const std::vector<double>& now,
+                   const std::vector<double>& before, double tolerance, const Thresholds& t,
+                   std::optional<RankTest>* test_out) {
+  if (now.empty() || before.empty()) return;
+  RankTest test = mann_whitney_u(now, before);
+  if (test_out) *test_out = test;
+  double was = median(before), is = median(now);
+  if (is > was * (1 + tolerance) && test.p_value < t.alpha)
+    r.regressions.push_back(fmt::format("{} {:.3g} ms, baseline {:.3g} ms ({:+.0f}%, p = {:.3g} < {})", what, is,
+                                        was, 100 * (is / was - 1), test.p_value, t.alpha));
+}
+
+void compare_memory(EntryResult& r, const Measurement& before, const Thresholds& t) {
+  if (before.peak_bytes < 0 || r.now.peak_bytes < 0) return;
+  double limit = double(before.peak_bytes) * (1 + t.memory_tolerance) + 64 * 1024;
+  if (double(r.now.peak_bytes) > limit)
+    r.regressions.push_back(fmt::format("peak memory {} bytes, baseline {} (more than {:.0f}% higher)",
+                                        r.now.peak_bytes, before.peak_bytes, 100 * t.memory_tolerance));
+}
+
+}  // namespace
+
+std::string Machine::str() const { return fmt::format("{} ({} threads)", cpu.empty() ? "unknown CPU" : cpu, threads); }
+
+Machine this_machine() {
+  Machine m;
+  m.threads = int(std::thread::hardware_concurrency());
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) m.cpu = line.substr(line.find_first_not_of(' ', colon + 1));
+      break;
+    }
+  return m;
+}
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "PASS";
+    case Verdict::KnownFailure: return "KNOWN FAILURE";
+    case Verdict::Fixed: return "FIXED";
+    case Verdict::Skipped: return "SKIPPED";
+    case Verdict::Regression: return "REGRESSION";
+  }
+  return "?";
+}
+
+Baseline load_baseline(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), "{}: cannot open the baseline (write one with --update-baseline)", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    fail("{}: the baseline is not valid JSON ({}); restore it or write a new one with --update-baseline", path,
+         e.what());
+  }
+  KILN_CHECK(j.is_object() && j.contains(kBaselineTag), "{}: not a kiln gate baseline (no \"{}\" key); write one "
+             "with --update-baseline", path, kBaselineTag);
+  KILN_CHECK(j[kBaselineTag] == kBaselineFormatVersion, "{}: baseline format {} is not the one this kiln reads ({})",
+             path, j[kBaselineTag].dump(), kBaselineFormatVersion);
+  Baseline b;
+  try {
+    b.backend = j.at("backend").get<std::string>();
+    b.machine.cpu = j.at("machine").at("cpu").get<std::string>();
+    b.machine.threads = j.at("machine").at("threads").get<int>();
+    b.kiln_version = j.value("kiln_version", "");
+    b.git_hash = j.value("git", "");
+    for (const auto& [name, entry] : j.at("entries").items())
+      b.entries[name] = measurement_from_json(entry, fmt::format("{}: entry {}", path, name));
+  } catch (const json::exception& e) {
+    fail("{}: malformed baseline ({}); write a new one with --update-baseline", path, e.what());
+  }
+  return b;
+}
+
+void save_baseline(const Baseline& b, const std::string& path) {
+  json entries = json::object();
+  for (const auto& [name, m] : b.entries) entries[name] = to_json(m);
+  json j = {{kBaselineTag, kBaselineFormatVersion},
+            {"backend", b.backend},
+            {"machine", {{"cpu", b.machine.cpu}, {"threads", b.machine.threads}}},
+            {"kiln_version", b.kiln_version},
+            {"git", b.git_hash},
+            {"entries", entries}};
+  write_file_atomic(path, j.dump(2) + "\n");
+}
+
+std::vector<EntryResult> judge(const Suite& suite, const std::vector<Measurement>& measured, const RunConfig& config,
+                               const Baseline* baseline, const Thresholds& t) {
+  const bool same_machine = baseline && baseline->machine == this_machine();
+  std::vector<EntryResult> results;
+  for (size_t i = 0; i < suite.entries.size(); ++i) {
+    EntryResult r;
+    r.entry = suite.entries[i];
+    r.now = measured[i];
+    r.reproduce = reproduce_command(r.entry, config);
+    if (baseline) {
+      auto it = baseline->entries.find(r.entry.name);
+      if (it != baseline->entries.end()) r.before = it->second;
+      else r.notes.push_back("new entry: not in the baseline");
+    }
+    const std::string expected = r.before && r.before->status != "skipped" ? r.before->status : "pass";
+    if (r.now.status == "skipped") {
+      r.verdict = Verdict::Skipped;
+    } else if (r.now.status != expected) {
+      if (r.now.passed()) {
+        r.verdict = Verdict::Fixed;
+        r.notes.push_back(fmt::format("fixed: the baseline recorded {}; accept with --update-baseline", expected));
+      } else {
+        r.regressions.push_back(fmt::format("{} (expected {}): {}", r.now.status, expected, r.now.message));
+      }
+    } else if (!r.now.passed()) {
+      r.verdict = Verdict::KnownFailure;
+    }
+    if (r.now.passed() && r.before && r.before->passed()) {
+      if (same_machine) {
+        compare_times(r, "call time", r.now.run_ms, r.before->run_ms, t.time_tolerance, t, &r.time_test);
+        compare_times(r, "cold compile", r.now.compile_ms, r.before->compile_ms, t.compile_tolerance, t, nullptr);
+      }
+      else r.notes.push_back("times not compared: the baseline was measured on " + baseline->machine.str());
+      compare_memory(r, *r.before, t);
+    }
+    if (!r.regressions.empty()) r.verdict = Verdict::Regression;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace kiln::gate

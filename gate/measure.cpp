@@ -1,0 +1,210 @@
+// Entry measurement in isolated children (see measure.h). The child sends its Measurement back as JSON.
+#include "gate/measure.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "api/backends.h"
+#include "core/device.h"
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/inputs.h"
+#include "graph/text.h"
+#include "ops/api.h"
+#include "repro/isolate.h"
+#include "repro/reproduce.h"
+
+namespace kiln::gate {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+Measurement failure(std::string status, std::string message) {
+  Measurement m;
+  m.status = std::move(status);
+  m.message = std::move(message);
+  return m;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(clone(t).detach());
+  return out;
+}
+
+// A fresh directory for this child's kernel cache, removed when the measurement ends: compile times are cold.
+struct TemporaryCacheDir {
+  std::string path;
+  TemporaryCacheDir() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-gate-cache-XXXXXX").string();
+    KILN_CHECK(mkdtemp(pattern.data()) != nullptr, "cannot create a temporary kernel cache directory in {}",
+               fs::temp_directory_path().string());
+    path = pattern;
+  }
+  ~TemporaryCacheDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// One cold compile of `g`, in a child of its own with an empty kernel cache: what a fresh CI machine pays.
+// Returns its milliseconds, or a failure Measurement when the child did not finish.
+std::variant<double, Measurement> cold_compile_ms(const BackendCompileFn& compile, const graph::Graph& g,
+                                                  double timeout_s) {
+  IsolatedResult r = run_isolated([&] {
+    TemporaryCacheDir cache;
+    ScopedOption cold_cache(Opt::CacheDir, cache.path);
+    auto t0 = std::chrono::steady_clock::now();
+    compile(g);
+    return fmt::format("{}", ms_since(t0));
+  }, timeout_s);
+  if (r.kind == IsolatedResult::Kind::Ok) return std::stod(r.payload);
+  return failure(r.kind == IsolatedResult::Kind::Hang ? "hang" : "compile_error",
+                 "a cold compile failed after the checked run passed: " + r.payload);
+}
+
+// Times a graph that passed: `repetitions` cold compiles, then one warm-up call (its peak allocation beyond
+// the inputs is the entry's peak bytes) and `repetitions` timed calls.
+void time_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunConfig& c,
+                Measurement& m) {
+  if (const BackendCompileFn* compile = find_backend_compiler(c.backend))
+    for (int r = 0; r < c.repetitions; ++r) {
+      auto ms = cold_compile_ms(*compile, g, c.timeout_s);
+      if (auto* failed = std::get_if<Measurement>(&ms)) {
+        m = *failed;
+        return;
+      }
+      m.compile_ms.push_back(std::get<double>(ms));
+    }
+  const BackendFn& run = find_backend(c.backend);
+  for (int r = -1; r < c.repetitions; ++r) {
+    std::vector<Tensor> args = detached_clones(inputs);
+    manual_seed(seed);
+    int64_t before = Storage::live_bytes();
+    Storage::reset_peak_bytes();
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<Tensor> outs = run(g, args);
+    if (r < 0) m.peak_bytes = Storage::peak_bytes() - before;
+    else m.run_ms.push_back(ms_since(t0));
+  }
+}
+
+Measurement measure_graph(const Entry& e, const RunConfig& c) {
+  Measurement m;
+  graph::Graph g;
+  std::vector<Tensor> inputs;
+  try {
+    g = graph::load_graph(e.path);
+    graph::verify_graph(g, e.path);
+    inputs = e.inputs_dir.empty() ? graph::seeded_inputs(g, e.seed) : graph::load_inputs(g, e.inputs_dir);
+  } catch (const Error& err) {
+    return failure("invalid", err.what());
+  }
+  manual_seed(e.seed);
+  FailureSignature f;
+  try {
+    f = classify_run(g, inputs, c.backend, e.tolerance.value_or(c.tolerance), e.timeout_s.value_or(c.timeout_s));
+  } catch (const Error& err) {  // the fp64 reference fails: the graph cannot show a backend bug
+    return failure("invalid", err.what());
+  }
+  if (f.failed()) return failure(f.kind, f.message);
+  time_graph(g, inputs, e.seed, c, m);
+  return m;
+}
+
+Measurement measure_repro(const Entry& e, const RunConfig& c) {
+  ReproFile r;
+  try {
+    r = load_repro(e.path);
+  } catch (const Error& err) {
+    return failure("invalid", err.what());
+  }
+  ReproOutcome o;
+  try {
+    o = reproduce(r, e.path, e.timeout_s.value_or(c.timeout_s));
+  } catch (const Error& err) {
+    return failure("invalid", err.what());
+  }
+  if (!o.observed.failed()) return {};
+  std::string how = o.reproduces ? "the recorded failure reproduces" : "it fails differently than recorded";
+  return failure(o.observed.kind, fmt::format("{} ({} recorded): {}", how, r.expected.kind, o.observed.message));
+}
+
+Measurement from_isolated(const IsolatedResult& r, double timeout_s) {
+  switch (r.kind) {
+    case IsolatedResult::Kind::Crash: return failure("crash", "the entry crashed: " + r.payload);
+    case IsolatedResult::Kind::Hang: return failure("hang", fmt::format("no result within {} s", timeout_s));
+    case IsolatedResult::Kind::Error: return failure("runtime_error", r.payload);
+    case IsolatedResult::Kind::Ok: break;
+  }
+  try {
+    return measurement_from_json(json::parse(r.payload), "child result");
+  } catch (const std::exception& e) {
+    return failure("crash", fmt::format("the entry's child sent an unreadable result ({})", e.what()));
+  }
+}
+
+}  // namespace
+
+json to_json(const Measurement& m) {
+  json j = {{"status", m.status}, {"message", m.message}, {"compile_ms", m.compile_ms}, {"run_ms", m.run_ms},
+            {"seconds", m.seconds}};
+  if (m.peak_bytes >= 0) j["peak_bytes"] = m.peak_bytes;
+  return j;
+}
+
+Measurement measurement_from_json(const json& j, const std::string& where) {
+  try {
+    Measurement m;
+    m.status = j.at("status").get<std::string>();
+    m.message = j.value("message", "");
+    m.run_ms = j.value("run_ms", std::vector<double>{});
+    m.seconds = j.value("seconds", 0.0);
+    m.compile_ms = j.value("compile_ms", std::vector<double>{});
+    if (j.contains("peak_bytes")) m.peak_bytes = j["peak_bytes"].get<int64_t>();
+    return m;
+  } catch (const json::exception& e) {
+    fail("{}: malformed entry result ({}); expected {{\"status\": ..., \"run_ms\": [...], ...}}", where, e.what());
+  }
+}
+
+std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& config, int jobs) {
+  std::vector<std::function<std::string()>> bodies;
+  std::vector<size_t> run_index;  // entry index of each body
+  double longest_timeout = config.timeout_s;
+  for (size_t i = 0; i < suite.entries.size(); ++i) {
+    const Entry& e = suite.entries[i];
+    if (!e.skip_reason.empty()) continue;
+    longest_timeout = std::max(longest_timeout, e.timeout_s.value_or(config.timeout_s));
+    run_index.push_back(i);
+    bodies.push_back([&e, &config] {
+      Measurement m = e.kind == EntryKind::Graph ? measure_graph(e, config) : measure_repro(e, config);
+      return to_json(m).dump();
+    });
+  }
+  // An entry's own timeout is for its inner runs; the child as a whole gets twice the longest (it also
+  // compiles and times a passing graph).
+  std::vector<IsolatedResult> results = run_isolated_many(bodies, jobs, 2 * longest_timeout);
+  std::vector<Measurement> out(suite.entries.size());
+  for (size_t i = 0; i < suite.entries.size(); ++i)
+    if (!suite.entries[i].skip_reason.empty()) out[i] = failure("skipped", suite.entries[i].skip_reason);
+  for (size_t k = 0; k < results.size(); ++k) {
+    Measurement m = from_isolated(results[k], 2 * longest_timeout);
+    m.seconds = results[k].seconds;
+    out[run_index[k]] = std::move(m);
+  }
+  return out;
+}
+
+}  // namespace kiln::gate

@@ -1,0 +1,146 @@
+// The four forms of a gate run's results (see report.h). Each line of the summary names the entry, its
+// verdict and figures; each regression adds what regressed and the command that reproduces it.
+#include "gate/report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::gate {
+
+using nlohmann::json;
+
+namespace {
+
+std::string figures(const EntryResult& r) {
+  std::vector<std::string> parts;
+  if (!r.now.run_ms.empty()) {
+    std::string call = fmt::format("call {:.3g} ms", median(r.now.run_ms));
+    if (r.before && !r.before->run_ms.empty()) call += fmt::format(" (baseline {:.3g}", median(r.before->run_ms));
+    if (r.time_test) call += fmt::format(", p = {:.2g}", r.time_test->p_value);
+    if (r.before && !r.before->run_ms.empty()) call += ")";
+    parts.push_back(call);
+  }
+  if (!r.now.compile_ms.empty()) parts.push_back(fmt::format("compile {:.3g} ms", median(r.now.compile_ms)));
+  if (r.now.peak_bytes >= 0) parts.push_back(fmt::format("peak {} B", r.now.peak_bytes));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 cannot hold other control characters, not even as references.
+        out += c < 0x20 && c != '\n' && c != '\t' && c != '\r' ? '?' : char(c);
+    }
+  }
+  return out;
+}
+
+std::string markdown_cell(const std::string& s) {
+  std::string out;
+  for (char c : first_line(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+int count_verdict(const std::vector<EntryResult>& results, Verdict v) {
+  int n = 0;
+  for (const EntryResult& r : results) n += r.verdict == v;
+  return n;
+}
+
+std::string summary_text(const std::vector<EntryResult>& results, const RunInfo& info) {
+  std::string out = fmt::format("kiln gate {} (backend {}, {}):\n", info.suite, info.backend,
+                                info.baseline.empty() ? "no baseline: every entry must pass" : "baseline " + info.baseline);
+  for (const EntryResult& r : results) {
+    out += fmt::format("  {:<13} {}", verdict_name(r.verdict), r.entry.name);
+    if (r.verdict == Verdict::Skipped) out += "  (" + r.entry.skip_reason + ")";
+    else if (r.now.passed()) out += "  " + figures(r);
+    else out += "  " + r.now.status + ": " + first_line(r.now.message);
+    out += "\n";
+    for (const std::string& what : r.regressions) out += "      regressed: " + first_line(what) + "\n";
+    for (const std::string& note : r.notes) out += "      note: " + note + "\n";
+    if (r.verdict == Verdict::Regression) out += "      reproduce: " + r.reproduce + "\n";
+  }
+  out += fmt::format("{} entries: {} passed, {} regressed, {} known failures, {} fixed, {} skipped ({:.1f} s)\n",
+                     results.size(), count_verdict(results, Verdict::Pass), count_verdict(results, Verdict::Regression),
+                     count_verdict(results, Verdict::KnownFailure), count_verdict(results, Verdict::Fixed),
+                     count_verdict(results, Verdict::Skipped), info.seconds);
+  return out;
+}
+
+std::string junit_xml(const std::vector<EntryResult>& results, const RunInfo& info) {
+  std::string cases;
+  for (const EntryResult& r : results) {
+    cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n", xml_escape("kiln.gate." + info.backend),
+                         xml_escape(r.entry.name), r.now.seconds);
+    if (r.verdict == Verdict::Regression) {
+      std::string body;
+      for (const std::string& what : r.regressions) body += what + "\n";
+      body += "reproduce: " + r.reproduce + "\n";
+      cases += fmt::format("      <failure type=\"regression\" message=\"{}\">{}</failure>\n",
+                           xml_escape(first_line(r.regressions.front())), xml_escape(body));
+    } else if (r.verdict == Verdict::Skipped) {
+      cases += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r.entry.skip_reason));
+    }
+    std::string out = verdict_name(r.verdict) + std::string(": ") + (r.now.passed() ? figures(r) : r.now.status + ": " + r.now.message);
+    for (const std::string& note : r.notes) out += "\nnote: " + note;
+    cases += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", xml_escape(out));
+  }
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<testsuites name=\"kiln gate\" tests=\"{0}\" failures=\"{1}\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
+      "  <testsuite name=\"{4}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
+      "{5}  </testsuite>\n</testsuites>\n",
+      results.size(), count_verdict(results, Verdict::Regression), count_verdict(results, Verdict::Skipped),
+      info.seconds, xml_escape(info.suite), cases);
+}
+
+std::string json_report(const std::vector<EntryResult>& results, const RunInfo& info) {
+  json entries = json::array();
+  for (const EntryResult& r : results) {
+    json e = {{"name", r.entry.name}, {"path", r.entry.path}, {"verdict", verdict_name(r.verdict)},
+              {"result", to_json(r.now)}, {"regressions", r.regressions}, {"notes", r.notes},
+              {"reproduce", r.reproduce}};
+    if (r.before) e["baseline"] = to_json(*r.before);
+    if (r.time_test) e["time_test"] = {{"u", r.time_test->u}, {"p_value", r.time_test->p_value}, {"exact", r.time_test->exact}};
+    entries.push_back(e);
+  }
+  json j = {{"suite", info.suite},
+            {"backend", info.backend},
+            {"baseline", info.baseline},
+            {"seconds", info.seconds},
+            {"regressions", count_verdict(results, Verdict::Regression)},
+            {"entries", entries}};
+  return j.dump(2) + "\n";
+}
+
+std::string markdown_table(const std::vector<EntryResult>& results, const RunInfo& info) {
+  int regressed = count_verdict(results, Verdict::Regression);
+  std::string out = fmt::format("### kiln gate: {} ({})\n\n", regressed ? fmt::format("{} regression{}", regressed, regressed > 1 ? "s" : "") : "no regressions",
+                                info.backend);
+  out += "| entry | verdict | result | call ms | baseline ms | compile ms | peak bytes |\n|---|---|---|---:|---:|---:|---:|\n";
+  for (const EntryResult& r : results) {
+    auto ms = [](const std::vector<double>& xs) { return xs.empty() ? std::string("") : fmt::format("{:.3g}", median(xs)); };
+    std::string result = r.regressions.empty() ? r.now.status : r.regressions.front();
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.entry.name), verdict_name(r.verdict),
+                       markdown_cell(result), ms(r.now.run_ms), r.before ? ms(r.before->run_ms) : "",
+                       ms(r.now.compile_ms),
+                       r.now.peak_bytes >= 0 ? std::to_string(r.now.peak_bytes) : "");
+  }
+  for (const EntryResult& r : results)
+    if (r.verdict == Verdict::Regression) out += fmt::format("\nReproduce `{}`: `{}`\n", r.entry.name, r.reproduce);
+  return out;
+}
+
+}  // namespace kiln::gate
