@@ -4,6 +4,7 @@
 #include "tools/commands.h"
 #include "kiln_version.h"
 
+#include "tools/cmd_bench.h"
 #include "tools/cmd_gate.h"
 #include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"
@@ -100,6 +101,7 @@ void add_commands(CLI::App& app) {
   add_repro_commands(app, runners());
   add_minify_commands(app, runners());
   add_gate_commands(app, runners());
+  add_bench_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

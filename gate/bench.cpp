@@ -1,0 +1,344 @@
+// `kiln bench` (see bench.h). The timing method is kiln-bench's (bench/bench_util.h: cold caches by clflushopt
+// of the run's own lines, the same-run copy baseline), so the two tools report comparable figures.
+#include "gate/bench.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "api/backends.h"
+#include "bench/bench_util.h"
+#include "eager/philox.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "kiln_version.h"
+#include "ops/api.h"
+#include "repro/repro.h"
+
+namespace kiln::gate {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+int64_t bytes_of(const std::vector<Tensor>& ts) {
+  int64_t n = 0;
+  for (const Tensor& t : ts) n += t.numel() * int64_t(dtype_size(t.dtype()));
+  return n;
+}
+
+void flush_tensors(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts)
+    if (t.storage()) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
+}
+
+// Samples of `call`: each the mean time of `iterations` calls (iterations chosen so a sample lasts at least
+// min_sample_ms warm); cold samples flush `touched()` before every call and time only the calls.
+BenchCase sample(const std::string& name, const std::function<void()>& call,
+                 const std::function<void()>& flush, const BenchConfig& c, bool cold) {
+  BenchCase out;
+  out.name = name;
+  call();  // warm-up: code, page faults, the compiled program's buffers
+  auto t0 = std::chrono::steady_clock::now();
+  call();
+  double one_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out.iterations = std::clamp<int64_t>(int64_t(std::ceil(c.min_sample_ms / std::max(one_ms, 1e-6))), 1, 100000);
+  for (int r = 0; r < c.repetitions; ++r) {
+    double total = 0;
+    if (cold) {
+      for (int64_t i = 0; i < out.iterations; ++i) {
+        flush();
+        auto s = std::chrono::steady_clock::now();
+        call();
+        total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+      }
+    } else {
+      auto s = std::chrono::steady_clock::now();
+      for (int64_t i = 0; i < out.iterations; ++i) call();
+      total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+    }
+    out.samples_ms.push_back(total / double(out.iterations));
+  }
+  return out;
+}
+
+std::string graph_case_prefix(const std::string& file) { return fs::path(file).stem().string(); }
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", utc);
+}
+
+}  // namespace
+
+const BenchCase* BenchRun::find(const std::string& name) const {
+  for (const BenchCase& c : cases)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+BenchRun run_benchmarks(const std::vector<std::string>& graph_files, const BenchConfig& c) {
+  BenchRun run{now_iso8601(), KILN_VERSION, KILN_GIT_HASH, c.backend, this_machine(), {}};
+  const BackendFn& backend = find_backend(c.backend);
+  std::set<std::string> prefixes;
+  for (const std::string& file : graph_files) {
+    graph::Graph g = graph::load_graph(file);
+    graph::verify_graph(g, file);
+    std::string prefix = graph_case_prefix(file);
+    KILN_CHECK(prefixes.insert(prefix).second, "{}: another graph has the name {}; benchmark names must be unique "
+               "(rename one file)", file, prefix);
+    std::vector<Tensor> inputs = graph::seeded_inputs(g, c.seed);
+    graph::Interpreter eager(g);
+    std::vector<Tensor> outputs;
+    auto compiled = [&] { manual_seed(c.seed), outputs = backend(g, inputs); };
+    auto interpreted = [&] { manual_seed(c.seed), outputs = eager.run(inputs); };
+    auto flush = [&] { flush_tensors(inputs), flush_tensors(outputs); };
+    compiled();  // compiles (not timed: kiln gate times cold compiles) and sizes the outputs
+    const int64_t read = bytes_of(inputs), written = bytes_of(outputs);
+    CopyBaseline copy(std::max<int64_t>(read, 64), std::max<int64_t>(written, 64));
+    auto copy_call = [&] { copy.run_streaming(); };
+    auto copy_flush = [&] { copy.flush_from_caches(); };
+    for (bool cold : {true, false}) {
+      if ((cold && !c.cold) || (!cold && !c.warm)) continue;
+      const char* regime = cold ? "cold" : "warm";
+      for (auto [variant, call, fl] : {std::tuple{"compiled", std::function<void()>(compiled), std::function<void()>(flush)},
+                                       std::tuple{"eager", std::function<void()>(interpreted), std::function<void()>(flush)},
+                                       std::tuple{"copy", std::function<void()>(copy_call), std::function<void()>(copy_flush)}}) {
+        BenchCase bc = sample(fmt::format("{}/{}/{}", prefix, variant, regime), call, fl, c, cold);
+        bc.bytes = read + written;
+        run.cases.push_back(std::move(bc));
+      }
+    }
+  }
+  return run;
+}
+
+json google_benchmark_json(const BenchRun& run) {
+  json benchmarks = json::array();
+  for (const BenchCase& bc : run.cases) {
+    const int n = int(bc.samples_ms.size());
+    for (int i = 0; i < n; ++i)
+      benchmarks.push_back({{"name", bc.name}, {"run_name", bc.name}, {"run_type", "iteration"},
+                            {"repetitions", n}, {"repetition_index", i}, {"threads", 1},
+                            {"iterations", bc.iterations}, {"real_time", bc.samples_ms[i]},
+                            {"cpu_time", bc.samples_ms[i]}, {"time_unit", "ms"}, {"bytes", bc.bytes}});
+    double mean = 0;
+    for (double x : bc.samples_ms) mean += x / n;
+    double var = 0;
+    for (double x : bc.samples_ms) var += (x - mean) * (x - mean) / std::max(1, n - 1);
+    const double stddev = std::sqrt(var);
+    for (auto [agg, value] : {std::pair{"mean", mean}, std::pair{"median", median(bc.samples_ms)},
+                              std::pair{"stddev", stddev}, std::pair{"cv", mean > 0 ? stddev / mean : 0.0}})
+      benchmarks.push_back({{"name", bc.name + "_" + agg}, {"run_name", bc.name}, {"run_type", "aggregate"},
+                            {"repetitions", n}, {"threads", 1}, {"aggregate_name", agg},
+                            {"aggregate_unit", std::string(agg) == "cv" ? "percentage" : "time"},
+                            {"iterations", n}, {"real_time", value}, {"cpu_time", value}, {"time_unit", "ms"}});
+  }
+  return {{"context",
+           {{"date", run.date}, {"executable", "kiln bench"}, {"kiln_version", run.kiln_version},
+            {"git", run.git_hash}, {"backend", run.backend}, {"cpu", run.machine.cpu},
+            {"num_cpus", run.machine.threads}, {"library_build_type", "release"}}},
+          {"benchmarks", benchmarks}};
+}
+
+BenchRun bench_run_from_json(const json& j, const std::string& where) {
+  KILN_CHECK(j.is_object() && j.contains("benchmarks") && j["benchmarks"].is_array(),
+             "{}: not a benchmark result (expected Google Benchmark JSON with a \"benchmarks\" list, as written by "
+             "`kiln bench --json` or `kiln-bench --benchmark_format=json`)", where);
+  BenchRun run;
+  try {
+    const json& ctx = j.value("context", json::object());
+    run.date = ctx.value("date", "");
+    run.kiln_version = ctx.value("kiln_version", "");
+    run.git_hash = ctx.value("git", "");
+    run.backend = ctx.value("backend", "");
+    run.machine.cpu = ctx.value("cpu", "");
+    run.machine.threads = ctx.value("num_cpus", 0);
+    std::map<std::string, size_t> index;
+    for (const json& b : j["benchmarks"]) {
+      if (b.value("run_type", "iteration") != "iteration") continue;
+      const std::string name = b.value("run_name", b.at("name").get<std::string>());
+      double t = b.at("real_time").get<double>();
+      const std::string unit = b.value("time_unit", "ns");
+      t *= unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
+      auto [it, fresh] = index.emplace(name, run.cases.size());
+      if (fresh) run.cases.push_back({name, {}, b.value("iterations", int64_t(1)), b.value("bytes", int64_t(0))});
+      run.cases[it->second].samples_ms.push_back(t);
+    }
+  } catch (const json::exception& e) {
+    fail("{}: malformed benchmark entry ({})", where, e.what());
+  }
+  return run;
+}
+
+BenchRun load_bench_json(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), "{}: cannot open the benchmark baseline", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return bench_run_from_json(json::parse(text.str()), path);
+  } catch (const json::parse_error& e) {
+    fail("{}: the baseline is not valid JSON ({}); write one with `kiln bench ... --json FILE`", path, e.what());
+  }
+}
+
+std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun& now, double tolerance, double alpha) {
+  std::vector<CaseComparison> out;
+  for (const BenchCase& c : now.cases) {
+    CaseComparison cmp{c.name, NAN, median(c.samples_ms), {}, "new"};
+    if (const BenchCase* b = before.find(c.name)) {
+      cmp.before_ms = median(b->samples_ms);
+      cmp.test = mann_whitney_u(c.samples_ms, b->samples_ms);
+      const bool significant = cmp.test.p_value < alpha;
+      if (significant && cmp.now_ms > cmp.before_ms * (1 + tolerance)) cmp.verdict = "SLOWER";
+      else if (significant && cmp.now_ms < cmp.before_ms / (1 + tolerance)) cmp.verdict = "faster";
+      else cmp.verdict = "same";
+    }
+    out.push_back(cmp);
+  }
+  for (const BenchCase& b : before.cases)
+    if (!now.find(b.name)) out.push_back({b.name, median(b.samples_ms), NAN, {}, "missing"});
+  return out;
+}
+
+void append_history(const std::string& path, const BenchRun& run) {
+  std::string text;
+  if (fs::exists(path)) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    text = s.str();
+    load_history(path);  // refuse to append to a file that is not a history
+    if (!text.empty() && text.back() != '\n') text += '\n';
+  }
+  json j = google_benchmark_json(run);
+  write_file_atomic(path, text + j.dump() + "\n");
+}
+
+std::vector<BenchRun> load_history(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), "{}: cannot open the history file (write one with `kiln bench ... --history FILE`)", path);
+  std::vector<BenchRun> runs;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      fail("{}:{}: not a JSON line ({}); each line of a history is one `kiln bench` run", path, line_no, e.what());
+    }
+    runs.push_back(bench_run_from_json(j, fmt::format("{}:{}", path, line_no)));
+  }
+  return runs;
+}
+
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// One case's plot: x = run, y = median ms (0 at the bottom), a bar from the fastest to the slowest sample.
+std::string case_svg(const std::string& name, const std::vector<BenchRun>& history, double tolerance, double alpha,
+                     int& regressions) {
+  constexpr double W = 640, H = 220, left = 60, right = 20, top = 20, bottom = 40;
+  double ymax = 0;
+  for (const BenchRun& r : history)
+    if (const BenchCase* c = r.find(name))
+      for (double x : c->samples_ms) ymax = std::max(ymax, x);
+  ymax = ymax > 0 ? ymax * 1.1 : 1;
+  const size_t n = history.size();
+  auto X = [&](size_t i) { return left + (n > 1 ? double(i) * (W - left - right) / double(n - 1) : (W - left - right) / 2); };
+  auto Y = [&](double v) { return top + (H - top - bottom) * (1 - v / ymax); };
+  std::string svg = fmt::format("<svg class=\"plot\" data-case=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+                                "height=\"{}\" viewBox=\"0 0 {} {}\">\n", html_escape(name), W, H, W, H);
+  svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#888\"/>"
+                     "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#888\"/>\n", left, top, H - bottom, W - right);
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.3g} ms</text>"
+                     "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">0</text>\n", left - 4, top + 4, ymax,
+                     left - 4, H - bottom);
+  std::string line;
+  const BenchCase* previous = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const BenchCase* c = history[i].find(name);
+    if (!c || c->samples_ms.empty()) continue;
+    const double med = median(c->samples_ms);
+    const auto [lo, hi] = std::minmax_element(c->samples_ms.begin(), c->samples_ms.end());
+    bool regressed = false;
+    if (previous) {
+      RankTest t = mann_whitney_u(c->samples_ms, previous->samples_ms);
+      regressed = t.p_value < alpha && med > median(previous->samples_ms) * (1 + tolerance);
+    }
+    regressions += regressed;
+    line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", X(i), Y(med));
+    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#9ab\"/>\n", X(i),
+                       Y(*lo), Y(*hi));
+    svg += fmt::format("<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{} {}: median "
+                       "{:.4g} ms{}</title></circle>\n", regressed ? "regression" : "run", X(i), Y(med),
+                       regressed ? 6 : 3.5, regressed ? "#d22" : "#246", html_escape(history[i].git_hash),
+                       html_escape(history[i].date), med, regressed ? " (regression)" : "");
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n", X(i),
+                       H - bottom + 14, html_escape(history[i].git_hash.substr(0, 9)));
+    previous = c;
+  }
+  svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#246\"/>\n</svg>\n", line);
+  return svg;
+}
+
+}  // namespace
+
+std::string history_html(const std::vector<BenchRun>& history, double tolerance, double alpha) {
+  std::vector<std::string> names;
+  for (const BenchRun& r : history)
+    for (const BenchCase& c : r.cases)
+      if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+  std::string body;
+  int total_regressions = 0;
+  for (const std::string& name : names) {
+    int regressions = 0;
+    std::string svg = case_svg(name, history, tolerance, alpha, regressions);
+    total_regressions += regressions;
+    body += fmt::format("<section><h2>{}{}</h2>\n{}</section>\n", html_escape(name),
+                        regressions ? fmt::format(" <span class=\"bad\">{} regression{}</span>", regressions,
+                                                  regressions > 1 ? "s" : "") : "", svg);
+  }
+  const std::string first = history.empty() ? "" : history.front().date, last = history.empty() ? "" : history.back().date;
+  return fmt::format(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln bench history</title>\n"
+      "<style>body{{font-family:sans-serif;margin:2em}} section{{display:inline-block;margin:0 1em 1em 0}}"
+      " h2{{font-size:14px;margin:0}} .bad{{color:#d22}}</style></head>\n<body>\n"
+      "<h1>kiln bench: {} runs, {} cases, {} regressions</h1>\n"
+      "<p>{} to {}. Each plot: the median ms per call of one case per run (by commit), the bar from its fastest to "
+      "its slowest sample; red: slower than the run before by more than {:.0f}% with the rank test's p &lt; {}.</p>\n"
+      "{}</body></html>\n",
+      history.size(), names.size(), total_regressions, html_escape(first), html_escape(last), 100 * tolerance, alpha,
+      body);
+}
+
+}  // namespace kiln::gate

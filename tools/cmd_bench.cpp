@@ -1,0 +1,116 @@
+// `kiln bench G... [--backend B] [--repetitions N] [--caches cold|warm|both] [--json OUT] [--baseline FILE]
+// [--tolerance F] [--history FILE]` and `kiln bench report HISTORY -o OUT.html`. Exit status: 0, or 1 when a
+// case is slower than the baseline beyond noise (gate/bench.h), 2 for bad input.
+#include "tools/cmd_bench.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "gate/bench.h"
+#include "repro/repro.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::vector<std::string> graphs;
+  gate::BenchConfig config;
+  std::string caches = "both";
+  std::string json, baseline, history;
+  double tolerance = 0.1, alpha = 0.05;
+  std::string report_history, report_out;
+};
+
+std::string ms(double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.4g}", v); }
+
+void print_run(const gate::BenchRun& run) {
+  fmt::print("{:<40} {:>11} {:>9} {:>10}  {}\n", "case", "median ms", "spread", "iterations", "vs eager / vs copy");
+  for (const gate::BenchCase& c : run.cases) {
+    const double med = gate::median(c.samples_ms);
+    const auto [lo, hi] = std::minmax_element(c.samples_ms.begin(), c.samples_ms.end());
+    std::string ratios;
+    if (c.name.find("/compiled/") != std::string::npos) {
+      std::string stem = c.name.substr(0, c.name.find("/compiled/")), regime = c.name.substr(c.name.rfind('/') + 1);
+      const gate::BenchCase* eager = run.find(stem + "/eager/" + regime);
+      const gate::BenchCase* copy = run.find(stem + "/copy/" + regime);
+      if (eager && copy)
+        ratios = fmt::format("{:.2f}x faster than eager, {:.2f} of copy speed", gate::median(eager->samples_ms) / med,
+                             gate::median(copy->samples_ms) / med);
+    }
+    fmt::print("{:<40} {:>11} {:>8.1f}% {:>10}  {}\n", c.name, ms(med), med > 0 ? 100 * (*hi - *lo) / med : 0.0,
+               c.iterations, ratios);
+  }
+}
+
+int run_bench(BenchArgs& a) {
+  a.config.cold = a.caches != "warm";
+  a.config.warm = a.caches != "cold";
+  std::optional<gate::BenchRun> baseline;
+  if (!a.baseline.empty()) baseline = gate::load_bench_json(a.baseline);  // bad input before the long part
+  if (!a.history.empty() && std::filesystem::exists(a.history)) gate::load_history(a.history);
+  gate::BenchRun run = gate::run_benchmarks(a.graphs, a.config);
+  print_run(run);
+  if (!a.json.empty()) write_file_atomic(a.json, gate::google_benchmark_json(run).dump(2) + "\n");
+  if (!a.history.empty()) {
+    gate::append_history(a.history, run);
+    fmt::print("appended to {}\n", a.history);
+  }
+  if (!baseline) return 0;
+  std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha);
+  fmt::print("\ncompared with {} (slower = median more than {:.0f}% above with p < {}):\n", a.baseline,
+             100 * a.tolerance, a.alpha);
+  fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", "case", "baseline ms", "now ms", "change", "p", "verdict");
+  int slower = 0;
+  for (const gate::CaseComparison& c : cmp) {
+    slower += c.verdict == "SLOWER";
+    std::string change = std::isnan(c.before_ms) || std::isnan(c.now_ms) ? "-" : fmt::format("{:+.1f}%", 100 * (c.now_ms / c.before_ms - 1));
+    fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", c.name, ms(c.before_ms), ms(c.now_ms), change,
+               c.verdict == "new" || c.verdict == "missing" ? "-" : fmt::format("{:.3g}", c.test.p_value), c.verdict);
+  }
+  fmt::print("{} cases slower than the baseline\n", slower);
+  return slower ? 1 : 0;
+}
+
+int run_report(const BenchArgs& a) {
+  std::vector<gate::BenchRun> history = gate::load_history(a.report_history);
+  KILN_CHECK(!history.empty(), "{}: the history holds no runs", a.report_history);
+  write_file_atomic(a.report_out, gate::history_html(history, a.tolerance, a.alpha));
+  fmt::print("{}: {} runs drawn into {}\n", a.report_history, history.size(), a.report_out);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  static BenchArgs args;
+  auto* bench = app.add_subcommand("bench", "time graphs compiled and eager beside a copy of the same bytes; "
+                                            "compare with a baseline by a rank test (docs/bench.md)");
+  bench->require_subcommand(0, 1);
+  bench->add_option("graphs", args.graphs, "the .kir graphs to time");
+  bench->add_option("--backend", args.config.backend, "the compiled backend (default inductor)");
+  bench->add_option("--repetitions", args.config.repetitions, "samples per case (default 10)")
+      ->check(CLI::Range(2, 10000));
+  bench->add_option("--seed", args.config.seed, "inputs generated from this seed (default 0)");
+  bench->add_option("--caches", args.caches, "cold (every byte flushed before each call), warm, or both (default)")
+      ->check(CLI::IsMember({"cold", "warm", "both"}));
+  bench->add_option("--json", args.json, "write the results as Google Benchmark JSON here");
+  bench->add_option("--baseline", args.baseline, "compare with this earlier --json output; exit 1 when a case is "
+                                                  "slower beyond noise");
+  bench->add_option("--tolerance", args.tolerance, "a median slower by more than this (default 0.1 = 10%) with "
+                                                    "p < 0.05 is a regression")
+      ->check(CLI::Range(0.0, 100.0));
+  bench->add_option("--history", args.history, "append this run (commit, machine, samples) to a JSON-lines file");
+  auto* report = bench->add_subcommand("report", "draw a --history file as one self-contained HTML page");
+  report->add_option("history", args.report_history, "the history file")->required();
+  report->add_option("-o,--output", args.report_out, "the HTML file to write")->required();
+  runners["bench"] = [report] {
+    if (report->parsed()) return run_report(args);
+    KILN_CHECK(!args.graphs.empty(), "kiln bench: name at least one .kir graph (or `kiln bench report HISTORY -o "
+               "OUT.html`)");
+    return run_bench(args);
+  };
+}
+
+}  // namespace kiln::cli
