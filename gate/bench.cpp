@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <time.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -43,6 +44,16 @@ void flush_tensors(const std::vector<Tensor>& ts) {
     if (t.storage()) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
 }
 
+double cpu_ms_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+double wall_ms_now() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Samples of `call`: each the mean time of `iterations` calls (iterations chosen so a sample lasts at least
 // min_sample_ms warm); cold samples flush `touched()` before every call and time only the calls.
 BenchCase sample(const std::string& name, const std::function<void()>& call,
@@ -55,20 +66,21 @@ BenchCase sample(const std::string& name, const std::function<void()>& call,
   double one_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   out.iterations = std::clamp<int64_t>(int64_t(std::ceil(c.min_sample_ms / std::max(one_ms, 1e-6))), 1, 100000);
   for (int r = 0; r < c.repetitions; ++r) {
-    double total = 0;
+    double wall = 0, cpu = 0;
     if (cold) {
       for (int64_t i = 0; i < out.iterations; ++i) {
         flush();
-        auto s = std::chrono::steady_clock::now();
+        const double w0 = wall_ms_now(), c0 = cpu_ms_now();
         call();
-        total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+        cpu += cpu_ms_now() - c0, wall += wall_ms_now() - w0;
       }
     } else {
-      auto s = std::chrono::steady_clock::now();
+      const double w0 = wall_ms_now(), c0 = cpu_ms_now();
       for (int64_t i = 0; i < out.iterations; ++i) call();
-      total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
+      cpu = cpu_ms_now() - c0, wall = wall_ms_now() - w0;
     }
-    out.samples_ms.push_back(total / double(out.iterations));
+    out.samples_ms.push_back(wall / double(out.iterations));
+    out.cpu_samples_ms.push_back(cpu / double(out.iterations));
   }
   return out;
 }
@@ -134,7 +146,7 @@ json google_benchmark_json(const BenchRun& run) {
       benchmarks.push_back({{"name", bc.name}, {"run_name", bc.name}, {"run_type", "iteration"},
                             {"repetitions", n}, {"repetition_index", i}, {"threads", 1},
                             {"iterations", bc.iterations}, {"real_time", bc.samples_ms[i]},
-                            {"cpu_time", bc.samples_ms[i]}, {"time_unit", "ms"}, {"bytes", bc.bytes}});
+                            {"cpu_time", bc.cpu_samples_ms[i]}, {"time_unit", "ms"}, {"bytes", bc.bytes}});
     double mean = 0;
     for (double x : bc.samples_ms) mean += x / n;
     double var = 0;
@@ -171,12 +183,20 @@ BenchRun bench_run_from_json(const json& j, const std::string& where) {
     for (const json& b : j["benchmarks"]) {
       if (b.value("run_type", "iteration") != "iteration") continue;
       const std::string name = b.value("run_name", b.at("name").get<std::string>());
-      double t = b.at("real_time").get<double>();
       const std::string unit = b.value("time_unit", "ns");
-      t *= unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
+      const double to_ms = unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
+      const double wall = b.at("real_time").get<double>() * to_ms;
+      const double cpu = b.value("cpu_time", b.at("real_time").get<double>()) * to_ms;
       auto [it, fresh] = index.emplace(name, run.cases.size());
-      if (fresh) run.cases.push_back({name, {}, b.value("iterations", int64_t(1)), b.value("bytes", int64_t(0))});
-      run.cases[it->second].samples_ms.push_back(t);
+      if (fresh) {
+        BenchCase bc;
+        bc.name = name;
+        bc.iterations = b.value("iterations", int64_t(1));
+        bc.bytes = b.value("bytes", int64_t(0));
+        run.cases.push_back(std::move(bc));
+      }
+      run.cases[it->second].samples_ms.push_back(wall);
+      run.cases[it->second].cpu_samples_ms.push_back(cpu);
     }
   } catch (const json::exception& e) {
     fail("{}: malformed benchmark entry ({})", where, e.what());
@@ -196,13 +216,17 @@ BenchRun load_bench_json(const std::string& path) {
   }
 }
 
-std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun& now, double tolerance, double alpha) {
+std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun& now, double tolerance, double alpha,
+                                         bool cpu_time) {
+  auto samples = [cpu_time](const BenchCase& c) -> const std::vector<double>& {
+    return cpu_time ? c.cpu_samples_ms : c.samples_ms;
+  };
   std::vector<CaseComparison> out;
   for (const BenchCase& c : now.cases) {
-    CaseComparison cmp{c.name, NAN, median(c.samples_ms), {}, "new"};
+    CaseComparison cmp{c.name, NAN, median(samples(c)), {}, "new"};
     if (const BenchCase* b = before.find(c.name)) {
-      cmp.before_ms = median(b->samples_ms);
-      cmp.test = mann_whitney_u(c.samples_ms, b->samples_ms);
+      cmp.before_ms = median(samples(*b));
+      cmp.test = mann_whitney_u(samples(c), samples(*b));
       const bool significant = cmp.test.p_value < alpha;
       if (significant && cmp.now_ms > cmp.before_ms * (1 + tolerance)) cmp.verdict = "SLOWER";
       else if (significant && cmp.now_ms < cmp.before_ms / (1 + tolerance)) cmp.verdict = "faster";
@@ -211,7 +235,7 @@ std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun&
     out.push_back(cmp);
   }
   for (const BenchCase& b : before.cases)
-    if (!now.find(b.name)) out.push_back({b.name, median(b.samples_ms), NAN, {}, "missing"});
+    if (!now.find(b.name)) out.push_back({b.name, median(samples(b)), NAN, {}, "missing"});
   return out;
 }
 

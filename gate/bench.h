@@ -23,10 +23,12 @@ struct BenchConfig {
   double min_sample_ms = 5;       // a sample repeats the call until it lasts at least this long
 };
 
-// One benchmark: "<graph>/<compiled|eager|copy>/<cold|warm>", its samples (ms per call, one per repetition).
+// One benchmark: "<graph>/<compiled|eager|copy>/<cold|warm>", its samples (ms per call, one per repetition):
+// wall-clock time, and the CPU time of the whole process (all its threads) over the same calls.
 struct BenchCase {
   std::string name;
   std::vector<double> samples_ms;
+  std::vector<double> cpu_samples_ms;
   int64_t iterations = 1;  // calls per sample
   int64_t bytes = 0;       // bytes the graph reads and writes (inputs + outputs)
 };
@@ -53,7 +55,10 @@ struct CaseComparison {
   RankTest test;
   std::string verdict;  // "same" (within noise), "faster", "SLOWER" (a regression), "new", "missing"
 };
-std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun& now, double tolerance, double alpha);
+// Compares the wall-clock samples, or with `cpu_time` the CPU-time samples: those move far less with other
+// processes' load on the machine, but do not see a loss of parallelism (use them with one thread).
+std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun& now, double tolerance, double alpha,
+                                         bool cpu_time = false);
 
 // Each run as one JSON line (date, commit, machine, every case's samples); appended atomically.
 void append_history(const std::string& path, const BenchRun& run);

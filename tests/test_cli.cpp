@@ -2,64 +2,27 @@
 // they run the built `kiln` binary (KILN_CLI) on graphs written to a temporary directory, on examples/*.kir,
 // and on malformed files, and check exit codes and output. Also checks docs/options.md is in sync.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/log.h"
 #include "core/npy.h"
 #include "core/options.h"
 #include "runtime/jit.h"
+#include "cli_util.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
+using namespace kiln::cli_test;
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `kiln <args>` with `env` prepended (e.g. "KILN_LOGS=passes"), capturing its output and exit code.
-CommandResult kiln_cli(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + (env.empty() ? "" : " ") + "'" KILN_CLI "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
-
-class Cli : public ::testing::Test {
+class Cli : public TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kiln_test_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& text) {
     write_file(dir_ / name, text);
     return (dir_ / name).string();
   }
-  fs::path dir_;
 };
 
 const char* kMlp = R"(graph mlp(%x: f32[2, 3], %w: f32[4, 3], %b: f32[4]) {

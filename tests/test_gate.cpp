@@ -5,47 +5,20 @@
 // foreign baselines and malformed manifests are clear errors (exit 2). Also the rank test itself.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "gate/judge.h"
 #include "gate/rank_test.h"
+#include "cli_util.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace kiln::cli_test;
 
 namespace {
-
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult kiln_cli(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + (env.empty() ? "" : " ") + "'" KILN_CLI "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-void write_file(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 const char* kReluGraph = R"(graph g(%x: f32[4, 8]) {
   %y = relu(%x) : f32[4, 8]
@@ -75,23 +48,18 @@ graph g(%x: f32[4, 8]) {
 }
 )";
 
-class Gate : public ::testing::Test {
+class Gate : public TempDirTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kiln_test_gate_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    TempDirTest::SetUp();
     fs::create_directories(dir_ / "suite");
     write_file(dir_ / "suite" / "relu.kir", kReluGraph);
     write_file(dir_ / "suite" / "tanh.kir", kTanhGraph);
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string suite() const { return (dir_ / "suite").string(); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
   CommandResult gate(const std::string& args, const std::string& env = "") {
     return kiln_cli("gate '" + suite() + "' --repetitions 2 " + args, env);
   }
-  fs::path dir_;
 };
 
 TEST_F(Gate, ACleanSuitePassesAndWritesEveryReport) {

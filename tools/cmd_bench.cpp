@@ -1,5 +1,5 @@
 // `kiln bench G... [--backend B] [--repetitions N] [--caches cold|warm|both] [--json OUT] [--baseline FILE]
-// [--tolerance F] [--history FILE]` and `kiln bench report HISTORY -o OUT.html`. Exit status: 0, or 1 when a
+// [--tolerance F] [--metric real|cpu] [--history FILE]` and `kiln bench report HISTORY -o OUT.html`. Exit status: 0, or 1 when a
 // case is slower than the baseline beyond noise (gate/bench.h), 2 for bad input.
 #include "tools/cmd_bench.h"
 
@@ -20,6 +20,7 @@ struct BenchArgs {
   std::string caches = "both";
   std::string json, baseline, history;
   double tolerance = 0.1, alpha = 0.05;
+  std::string metric = "real";
   std::string report_history, report_out;
 };
 
@@ -58,9 +59,9 @@ int run_bench(BenchArgs& a) {
     fmt::print("appended to {}\n", a.history);
   }
   if (!baseline) return 0;
-  std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha);
-  fmt::print("\ncompared with {} (slower = median more than {:.0f}% above with p < {}):\n", a.baseline,
-             100 * a.tolerance, a.alpha);
+  std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha, a.metric == "cpu");
+  fmt::print("\ncompared with {} by {} time (slower = median more than {:.0f}% above with p < {}):\n", a.baseline,
+             a.metric == "cpu" ? "CPU" : "wall-clock", 100 * a.tolerance, a.alpha);
   fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", "case", "baseline ms", "now ms", "change", "p", "verdict");
   int slower = 0;
   for (const gate::CaseComparison& c : cmp) {
@@ -101,6 +102,9 @@ void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   bench->add_option("--tolerance", args.tolerance, "a median slower by more than this (default 0.1 = 10%) with "
                                                     "p < 0.05 is a regression")
       ->check(CLI::Range(0.0, 100.0));
+  bench->add_option("--metric", args.metric, "compare wall-clock (real, default) or process CPU time (cpu: far "
+                                              "less moved by other load; use with one thread)")
+      ->check(CLI::IsMember({"real", "cpu"}));
   bench->add_option("--history", args.history, "append this run (commit, machine, samples) to a JSON-lines file");
   auto* report = bench->add_subcommand("report", "draw a --history file as one self-contained HTML page");
   report->add_option("history", args.report_history, "the history file")->required();
