@@ -3,6 +3,7 @@
 #include "minifier/inject_backend.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <map>
 
@@ -22,7 +23,8 @@ std::map<OpId, std::string> injected() {
     if (c == std::string::npos) continue;
     const OpInfo* op = find_op(e.substr(0, c));
     std::string kind = e.substr(c + 1);
-    if (op && (kind == "compile_error" || kind == "runtime_error" || kind == "crash" || kind == "accuracy"))
+    if (op && (kind == "compile_error" || kind == "runtime_error" || kind == "crash" || kind == "accuracy" ||
+               kind == "hang"))
       out[op->id] = kind;
   }
   return out;
@@ -56,6 +58,8 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
       fail("{}: injected runtime error in the kernel of %{} (KILN_INJECT={}:runtime_error)", n.info().name,
            g.value(id).name, n.info().name);
     if (it->second == "crash") ::raise(SIGSEGV);
+    if (it->second == "hang")
+      for (;;) ::pause();  // until a signal ends the process (the minifier's time limit, or its death)
     if (it->second == "accuracy" && is_floating(t.dtype())) add_(t, 1.0);
   };
   return graph::run_graph(g, inputs, o);

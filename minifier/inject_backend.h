@@ -4,6 +4,7 @@
 //   op:runtime_error   throws kiln::Error when such a node runs
 //   op:crash           raises SIGSEGV when such a node runs
 //   op:accuracy        such a node's result is off by one (x + 1)
+//   op:hang            such a node never finishes (it waits for a signal): for testing time limits
 // Other entries (e.g. fusion:accuracy, var:decomposition, meant for the inductor) are ignored here.
 #pragma once
 #include <string>

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,8 @@ std::map<std::string, std::string> current_config() {
       case OptType::String:
       case OptType::Choice: v = opt_string(s.id); break;
       case OptType::List: v = fmt::format("{}", fmt::join(opt_list(s.id), ",")); break;
-      case OptType::Int: v = std::to_string(opt_int(s.id)); break;
+      case OptType::Int:
+      case OptType::Bytes: v = std::to_string(opt_int(s.id)); break;
       case OptType::Bool: continue;
     }
     if (v != s.default_value) out[std::string(s.env)] = v;
@@ -110,6 +112,16 @@ void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, 
   write_file_atomic(state_path(o.output), j.dump(2) + "\n");
 }
 
+// The limits `kiln minify` checks on its flags, for callers of the library.
+void check_minify_options(const MinifyOptions& o) {
+  KILN_CHECK(o.jobs >= 1, "minify: jobs must be at least 1, not {}", o.jobs);
+  KILN_CHECK(std::isfinite(o.timeout_s) && o.timeout_s > 0, "minify: the timeout must be a positive number of "
+             "seconds, not {}", o.timeout_s);
+  KILN_CHECK(std::isfinite(o.tolerance) && o.tolerance >= 0, "minify: the tolerance must be a number >= 0, not {}",
+             o.tolerance);
+  KILN_CHECK(o.memory_budget >= 0, "minify: the memory budget must be >= 0 bytes, not {}", o.memory_budget);
+}
+
 void print_progress(const ReduceStats& s, bool final_line) {
   std::fprintf(stderr, "\rkiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s G=%d      %s",
                s.ops, s.start_ops, s.oracle_calls, s.seconds, s.strategy.c_str(), s.granularity,
@@ -125,6 +137,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   bool was_in = in_minifier();
   in_minifier() = true;
   struct Restore { bool v; ~Restore() { in_minifier() = v; } } restore{was_in};
+  check_minify_options(opts);
   if (opts.strict_accuracy) opts.accuracy = true;
   if (opts.source_hash == 0) opts.source_hash = source_hash(g, inputs);
   const GeneratorState seed_state = default_generator();
@@ -180,28 +193,30 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
     start.move = "checkpoint";
     resumed = true;
   } else {
-    // Before probing, the original runs once on the backend in a child with a generous time limit (120 s, or
-    // 10x the candidates' limit). A compiling backend caches its kernels on disk (shared between processes),
-    // so the probe and the candidates that follow find them there instead of compiling for most of their
-    // time limit and being judged as hangs (a cold 10000-node graph needs about 15 s of LLVM before it
-    // runs). The child is forked, so a crash in the backend cannot end the run. It runs while this process
-    // records the reference values (the two overlap on a second core), and it is forked before them, while
-    // this process is small.
+    // Before probing, the original runs once on the backend in a child. Its compile step has a generous time
+    // limit (setup_limit_for: 120 s, or 10x the candidates' limit; its run has the candidates' limit). A
+    // compiling backend caches its kernels on disk (shared between processes), so the candidates that follow
+    // find them there (a cold 10000-node graph needs about 15 s of LLVM before it runs). The child is forked,
+    // so a crash in the backend cannot end the run. It runs while this process records the reference values
+    // (the two overlap on a second core), and it is forked before them, while this process is small.
     fo.target.failure = {"accuracy", ""};  // classify everything, comparing outputs when the run succeeds
     ForkOracle probe(src, fo);
     const fs::path warm_outputs = make_temp_dir(opts.spill_dir);
     struct RemoveDir { fs::path p; ~RemoveDir() { std::error_code ec; fs::remove_all(p, ec); } } remove_warm{warm_outputs};
     IsolatedResult warm = run_isolated_beside([&] { return probe.original_backend_body(warm_outputs.string()); },
-                                              std::max(120.0, 10 * opts.timeout_s),
-                                              [&] { record_reference(g, inputs, seed_state, store); });
+                                              opts.timeout_s, [&] { record_reference(g, inputs, seed_state, store); },
+                                              setup_limit_for(opts.timeout_s));
     recorded = true;
     // The warm-up run already classifies the original the way the probe would (the same run from the same
-    // inputs; a run that ended judged against the recorded reference exactly as test() judges it) when it
-    // finished within the candidates' limit: a slower one might have been a hang, and the probe tells. The
-    // recorded values are the original's exact fp64 reference (and recording proved the reference runs), so
-    // the quick test classifies the original exactly without a second reference run.
+    // inputs, under the same limits; a run that ended is judged against the recorded reference exactly as
+    // test() judges it) when its run was seen to end within the candidates' limit: a result read late (this
+    // process was still recording) might have been a hang, and the probe tells. The recorded values are the
+    // original's exact fp64 reference (and recording proved the reference runs), so the quick test
+    // classifies the original exactly without a second reference run.
     std::optional<Verdict> classified;
-    if (warm.seconds <= opts.timeout_s) {
+    if (warm.kind == IsolatedResult::Kind::Hang) {
+      classified = probe.judge(warm);
+    } else if (warm.run_seconds <= opts.timeout_s) {
       if (warm.kind == IsolatedResult::Kind::Crash) classified = probe.judge(warm);
       if (warm.kind == IsolatedResult::Kind::Ok)
         classified = warm.payload.rfind("ran\n", 0) == 0 ? probe.judge_original_outputs(warm.payload, warm_outputs.string())

@@ -64,12 +64,14 @@ ForkOracle::ForkOracle(const InputSource& src, ForkOracleOptions opts) : src_(sr
 }
 
 std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                                   const BackendCompileFn* compile_only,
-                                                   std::vector<Tensor>& outs) const {
+                                                   bool compile_only, std::vector<Tensor>& outs) const {
   default_generator() = opts_.seed_state;
   try {
-    if (compile_only) (*compile_only)(g);
-    else outs = find_backend(opts_.backend)(g, inputs);
+    // The compile step is the child's setup: its time depends on the kernel cache, not on the candidate, so
+    // only the run counts against --timeout (docs/minifier.md, Time limits).
+    if (const BackendCompileFn* compile = find_backend_compiler(opts_.backend)) (*compile)(g);
+    isolated_run_starts();
+    if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
   } catch (const CompileError& e) {
     return std::string("compile_error\n") + e.what();
   } catch (const std::exception& e) {
@@ -81,7 +83,7 @@ std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const 
 std::string ForkOracle::original_backend_body(const std::string& outputs_dir) const {
   const graph::Graph& g = src_.original();
   std::vector<Tensor> outs;
-  if (std::optional<std::string> error = run_backend(g, src_.inputs_of(g), nullptr, outs)) return *error;
+  if (std::optional<std::string> error = run_backend(g, src_.inputs_of(g), false, outs)) return *error;
   // Outputs beyond kMaxOutputBytes stay unwritten (a probe compares them in memory instead of a disk round trip).
   constexpr int64_t kMaxOutputBytes = int64_t(64) << 20;
   int64_t bytes = 0;
@@ -129,8 +131,8 @@ std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
   // never throws a CompileError while running, api/backends.h), so where the backend has one the candidate
   // is compiled, not run: running costs as much again and cannot change the verdict. The original's
   // classification and the final `kiln repro run` still run everything.
-  const BackendCompileFn* compile_only =
-      opts_.target.failure.kind == "compile_error" ? find_backend_compiler(opts_.backend) : nullptr;
+  const bool compile_only =
+      opts_.target.failure.kind == "compile_error" && find_backend_compiler(opts_.backend) != nullptr;
   std::vector<Tensor> inputs;
   if (exact || !compile_only) inputs = src_.inputs_of(g);
   std::vector<Tensor> reference;
@@ -160,7 +162,10 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
   switch (r.kind) {
     case IsolatedResult::Kind::Crash: v.observed = {"crash", r.payload}; break;
     case IsolatedResult::Kind::Hang: v.observed = {"hang", r.payload}; break;
-    case IsolatedResult::Kind::Error: v.observed = {"invalid", r.payload}; break;
+    case IsolatedResult::Kind::Error:
+      // child_body turns every failure of the graph into a verdict; what escapes it is the minifier's own
+      // work failing (reading recorded values back, writing outputs): every verdict after it would be wrong.
+      fail("a minifier child could not judge its candidate: {}", r.payload);
     case IsolatedResult::Kind::Ok: {
       size_t nl = r.payload.find('\n');
       v.observed = {r.payload.substr(0, nl), nl == std::string::npos ? "" : r.payload.substr(nl + 1)};
@@ -196,7 +201,7 @@ std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<con
   bool exact = !opts_.reuse_reference;
   std::vector<std::function<std::string()>> bodies;
   for (const Candidate* c : batch) bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
-  std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s);
+  std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s, setup_limit_for(opts_.timeout_s));
   std::vector<std::optional<Verdict>> out;
   for (size_t i = 0; i < rs.size(); ++i) {
     Verdict v = judge(rs[i]);
@@ -211,11 +216,11 @@ Verdict ForkOracle::test(const Candidate& c) { return *test_batch({&c})[0]; }
 Verdict ForkOracle::confirm(const Candidate& c) {
   auto known = exact_verdicts_.find(candidate_key(c.graph));
   if (known != exact_verdicts_.end()) return known->second;
-  return judge(run_isolated_many({[&] { return child_body(c.graph, true); }}, 1, opts_.timeout_s)[0]);
+  return judge(run_isolated({[&] { return child_body(c.graph, true); }}, opts_.timeout_s, setup_limit_for(opts_.timeout_s)));
 }
 
 FailureSignature ForkOracle::classify(const graph::Graph& g) {
-  return judge(run_isolated_many({[&] { return child_body(g, true); }}, 1, opts_.timeout_s)[0]).observed;
+  return judge(run_isolated({[&] { return child_body(g, true); }}, opts_.timeout_s, setup_limit_for(opts_.timeout_s))).observed;
 }
 
 }  // namespace kiln::minify

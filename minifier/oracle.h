@@ -90,14 +90,17 @@ class ForkOracle : public Oracle {
   // once the reference values are recorded; nothing when the outputs cannot all be read back.
   std::optional<Verdict> judge_original_outputs(const std::string& said, const std::string& outputs_dir) const;
   // The verdict on a child's result (of a candidate, or of original_backend_body when it did not say "ran").
+  // A child that failed outside the graph (it could not read the recorded values, say) is a kiln::Error
+  // saying so, never a verdict.
   Verdict judge(const IsolatedResult& r) const;
 
  private:
   std::string child_body(const graph::Graph& g, bool exact) const;
   // Runs `g` on the backend from `inputs` (only compiles it when `compile_only` is set): the verdict text of
-  // an error, or nothing, with the outputs in `outs`.
+  // an error, or nothing, with the outputs in `outs`. A backend's compile step runs first, as the child's
+  // setup step (isolate.h): only the run counts against the time limit.
   std::optional<std::string> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                         const BackendCompileFn* compile_only, std::vector<Tensor>& outs) const;
+                                         bool compile_only, std::vector<Tensor>& outs) const;
   // The verdict text of a run's outputs `outs` against the fp64 reference of the graph's outputs.
   std::string compare_outputs_text(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const;
   // Whether test() of `g` is as exact as confirm() (see above).

@@ -18,6 +18,15 @@
 
 namespace kiln::minify {
 
+namespace {
+
+template <class... A>
+void store_check(bool ok, fmt::format_string<A...> f, A&&... a) {
+  if (!ok) throw ValueStoreError(fmt::format(f, std::forward<A>(a)...));
+}
+
+}  // namespace
+
 ValueStore::ValueStore(int64_t budget_bytes, std::string spill_dir) : budget_(budget_bytes), spill_dir_(std::move(spill_dir)) {
   if (spill_dir_.empty()) spill_dir_ = std::filesystem::temp_directory_path().string();
 }
@@ -45,14 +54,14 @@ void ValueStore::put(graph::ValueId id, const Tensor& value) {
     if (!memory_) {
       // Address space for the whole budget at once (pages exist only once written); the file grows below.
       memory_fd_ = ::memfd_create("kiln-minify-values", MFD_CLOEXEC);
-      KILN_CHECK(memory_fd_ >= 0, "cannot create a shared memory file for recorded values: {}", strerror(errno));
+      store_check(memory_fd_ >= 0, "cannot create a shared memory file for recorded values: {}", strerror(errno));
       void* m = ::mmap(nullptr, size_t(budget_), PROT_READ | PROT_WRITE, MAP_SHARED, memory_fd_, 0);
-      KILN_CHECK(m != MAP_FAILED, "cannot map {} bytes for recorded values: {} (lower --budget)", budget_,
+      store_check(m != MAP_FAILED, "cannot map {} bytes for recorded values: {} (lower --budget)", budget_,
                  strerror(errno));
       memory_ = static_cast<char*>(m);
     }
     // Pages of the mapping beyond the file's end fault with SIGBUS: grow the file first.
-    KILN_CHECK(::ftruncate(memory_fd_, off_t(at + bytes)) == 0, "cannot grow the shared memory file of recorded "
+    store_check(::ftruncate(memory_fd_, off_t(at + bytes)) == 0, "cannot grow the shared memory file of recorded "
                "values to {} bytes: {}", at + bytes, strerror(errno));
     std::memcpy(memory_ + at, p, size_t(bytes));
     e.in_memory = true;
@@ -64,7 +73,7 @@ void ValueStore::put(graph::ValueId id, const Tensor& value) {
   if (spill_fd_ < 0) {
     std::string tmpl = (std::filesystem::path(spill_dir_) / "kiln-minify-values-XXXXXX").string();
     spill_fd_ = ::mkstemp(tmpl.data());
-    KILN_CHECK(spill_fd_ >= 0, "cannot create a spill file for recorded values in {}: {} (set --spill-dir to a "
+    store_check(spill_fd_ >= 0, "cannot create a spill file for recorded values in {}: {} (set --spill-dir to a "
                "writable directory with room for the graph's intermediates)", spill_dir_, strerror(errno));
     ::unlink(tmpl.c_str());
   }
@@ -73,7 +82,7 @@ void ValueStore::put(graph::ValueId id, const Tensor& value) {
   int64_t done = 0;
   while (done < bytes) {
     ssize_t n = ::pwrite(spill_fd_, p + done, size_t(bytes - done), off_t(e.offset + done));
-    KILN_CHECK(n > 0, "writing recorded values to the spill file in {} failed: {} (is the disk full?)", spill_dir_,
+    store_check(n > 0, "writing recorded values to the spill file in {} failed: {} (is the disk full?)", spill_dir_,
                strerror(errno));
     done += n;
   }
@@ -97,7 +106,7 @@ Tensor ValueStore::get(graph::ValueId id) const {
   int64_t done = 0;
   while (done < bytes) {
     ssize_t n = ::pread(spill_fd_, p + done, size_t(bytes - done), off_t(e.offset + done));
-    KILN_CHECK(n > 0, "reading a recorded value back from the spill file failed: {}", strerror(errno));
+    store_check(n > 0, "reading a recorded value back from the spill file failed: {}", strerror(errno));
     done += n;
   }
   return t;
@@ -124,6 +133,8 @@ void record_reference(const graph::Graph& g, const std::vector<Tensor>& inputs, 
   struct RestoreThreads { int n; ~RestoreThreads() { omp_set_num_threads(n); } } restore{threads};
   try {
     graph::run_graph(g, copies, o);
+  } catch (const ValueStoreError&) {
+    throw;  // recording failed, not the graph
   } catch (const Error& e) {
     fail("the fp64 reference run of this graph fails, so it cannot show a backend bug: {}", e.what());
   }

@@ -13,10 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "eager/philox.h"
 #include "graph/graph.h"
 
 namespace kiln::minify {
+
+// A failure of the store itself (creating, growing, writing or reading its files: a full disk, a bad
+// --spill-dir), as opposed to one of the graph: reported as what it is, never as the graph's failure.
+class ValueStoreError : public Error {
+ public:
+  using Error::Error;
+};
 
 class ValueStore {
  public:
@@ -30,6 +38,7 @@ class ValueStore {
   void put(graph::ValueId id, const Tensor& value);  // copies (the interpreter may mutate or free it)
   bool has(graph::ValueId id) const;
   // A fresh contiguous copy of the recorded value. Throws kiln::Error if nothing was recorded for `id`.
+  // put() and get() throw ValueStoreError when the files fail.
   Tensor get(graph::ValueId id) const;
 
   int64_t memory_bytes() const { return memory_bytes_; }
@@ -52,7 +61,7 @@ class ValueStore {
 
 // Runs the fp64 reference interpreter over `g` with the generator at `seed_state` and records every value
 // (graph inputs, constants, node outputs) into `store`. Throws kiln::Error when the reference run fails: such
-// a graph cannot show a backend bug.
+// a graph cannot show a backend bug; a ValueStoreError from the store passes through as it is.
 void record_reference(const graph::Graph& g, const std::vector<Tensor>& inputs, const GeneratorState& seed_state,
                       ValueStore& store);
 

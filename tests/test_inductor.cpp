@@ -767,8 +767,8 @@ TEST(InductorInject, NothingIsInjectedWhenOff) {
 }
 
 TEST(InductorInject, MalformedSpecIsAClearError) {
-  ScopedOption inject(Opt::Inject, "relu:explode");
   try {
+    ScopedOption inject(Opt::Inject, "relu:explode");  // rejected when set (options.h), before any compile
     compile(relu_graph());
     FAIL();
   } catch (const Error& e) {

@@ -17,6 +17,7 @@
 #include "graph/interpreter.h"
 #include "graph/text.h"
 #include "ops/api.h"
+#include "tools/cli_checks.h"
 
 namespace kiln::cli {
 namespace {
@@ -128,7 +129,8 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
                                  "directory with one .npy per graph input, named after it (%x -> x.npy)");
   auto* seed = run->add_option("--seed", run_args.seed,
-                               "generate inputs from this seed (default: KILN_SEED); also seeds random ops");
+                               "generate inputs from this seed (default: KILN_SEED); also seeds random ops")
+                  ->check(seed_check());
   inputs->excludes(seed);
   run->add_flag("--check", run_args.check,
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");

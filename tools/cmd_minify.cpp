@@ -19,6 +19,7 @@
 #include "minifier/inject_backend.h"
 #include "minifier/minifier.h"
 #include "repro/reproduce.h"
+#include "tools/cli_checks.h"
 
 namespace kiln::cli {
 namespace {
@@ -132,19 +133,24 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   acc->excludes(strict);
   m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
                                             "message modulo names and numbers)");
-  m->add_option("-j,--jobs", a.jobs, "candidates run in parallel (default 1)")->check(CLI::PositiveNumber);
-  m->add_option("--timeout", a.timeout_s, "seconds a candidate may run before it counts as a hang (default 10)");
+  m->add_option("-j,--jobs", a.jobs, "candidates run in parallel (default 1)")
+      ->check(integer_in(1, 256, "the number of candidates run in parallel"));
+  m->add_option("--timeout", a.timeout_s, "seconds a candidate may run (after compiling) before it counts as a "
+                                          "hang (default 10)")
+      ->check(timeout_check());
   m->add_option("-o,--output", a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
                                          "inputs go to OUT.inputs/, the run's state to OUT.state.json");
   m->add_flag("--resume", a.resume, "continue an interrupted run from its checkpoint (-o OUT)");
   m->add_option("--emit", a.emit, "also write a standalone program: cpp (against libkiln) or torch (PyTorch script)")
       ->check(CLI::IsMember({"cpp", "torch"}));
   auto* in = m->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = m->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)");
+  auto* seed = m->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
   in->excludes(seed);
-  m->add_option("--tol", a.tol, "comparator tolerance for accuracy failures (default 1e-4, or the repro's)");
+  m->add_option("--tol", a.tol, "comparator tolerance for accuracy failures (default 1e-4, or the repro's)")
+      ->check(number_in(0, 1e6, false, "a tolerance"));
   m->add_option("--budget", a.budget_mb, "MB of recorded reference values kept in memory; the rest spill to disk "
-                                         "(default 256)");
+                                         "(default 256)")
+      ->check(integer_in<int64_t>(0, int64_t(1) << 20, "megabytes (at most 1 TiB)"));
   m->add_option("--spill-dir", a.spill_dir, "where recorded values beyond the budget go (default: the temp dir)");
   m->add_flag("-q,--quiet", a.quiet, "no progress line on stderr");
   runners["minify"] = [] { return run_minify(a); };

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/options.h"
 #include "kiln_version.h"
 #include "ops/blas.h"
 #include "runtime/jit.h"
@@ -20,7 +21,17 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-options: printed, success
+    // Every other CLI11 error is bad input: exit 2 like every other (docs/cli.md), not CLI11's own codes.
+    std::fprintf(stderr, "kiln: error: %s\n(`kiln --help` lists the commands, `kiln <command> --help` a command's "
+                 "options)\n", e.what());
+    return 2;
+  }
+  // Every set KILN_* variable is checked now, whichever command and backend run (options.h).
+  if (std::vector<std::string> bad = kiln::option_errors(); !bad.empty()) {
+    for (const std::string& b : bad) std::fprintf(stderr, "kiln: error: %s\n", b.c_str());
+    std::fprintf(stderr, "(`kiln --help-options` lists every option and its valid values)\n");
+    return 2;
   }
   try {
     if (version) {
@@ -29,8 +40,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (app.get_subcommands().empty()) {
-      std::cout << app.help();
-      return 0;
+      std::fprintf(stderr, "kiln: error: no command given\n\n");
+      std::cerr << app.help();
+      return 2;
     }
     return kiln::cli::run_selected(app);
   } catch (const kiln::Error& e) {

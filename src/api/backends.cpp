@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/options.h"
 #include "graph/interpreter.h"
 #include "inductor/compile.h"
 
@@ -55,6 +56,7 @@ std::vector<std::string> backend_names() {
 }
 
 const BackendFn& find_backend(const std::string& name) {
+  check_options();  // every tool picks its backend here: no backend runs with an invalid KILN_* setting
   {
     std::lock_guard lock(g_mutex);
     auto it = backends().find(name);

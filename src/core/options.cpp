@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -11,12 +13,64 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "ops/op_info.h"
 
 extern char** environ;
 
 namespace kiln {
 namespace {
 
+// Entry checks of the List options (OptionSpec::check_entry). Whether a named stage, subsystem or log
+// channel exists is decided where they are defined; these check the form.
+bool is_name(std::string_view w) {
+  return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+         });
+}
+
+// "stage" or "stage:subsystem": "" when well formed.
+std::string site_problem(std::string_view site) {
+  size_t colon = site.find(':');
+  if (colon == std::string_view::npos) return is_name(site) ? "" : fmt::format("'{}' is not a stage name", site);
+  if (!is_name(site.substr(0, colon))) return fmt::format("'{}' is not a stage name", site.substr(0, colon));
+  if (!is_name(site.substr(colon + 1)))
+    return fmt::format("'{}' is not a subsystem name", site.substr(colon + 1));
+  return "";
+}
+
+std::string bisect_disable_entry(std::string_view e) { return site_problem(e); }
+
+std::string bisect_limit_entry(std::string_view e) {
+  size_t eq = e.rfind('=');
+  if (eq == std::string_view::npos) return "no '=N'";
+  if (std::string p = site_problem(e.substr(0, eq)); !p.empty()) return p;
+  std::string_view n = e.substr(eq + 1);
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+  if (n.empty() || ec != std::errc() || end != n.data() + n.size() || v < 0)
+    return fmt::format("N = '{}' is not a non-negative integer", n);
+  return "";
+}
+
+constexpr std::string_view kInjectKinds = "compile_error,runtime_error,crash,accuracy,decomposition,hang";
+
+std::string inject_entry(std::string_view e) {
+  size_t colon = e.find(':');
+  if (colon == std::string_view::npos) return "no ':kind'";
+  std::string_view target = e.substr(0, colon), kind = e.substr(colon + 1);
+  if (target != "fusion" && !find_op(target)) return fmt::format("unknown op '{}' (`kiln ops` lists them)", target);
+  for (size_t start = 0; start <= kInjectKinds.size();) {
+    size_t comma = std::min(kInjectKinds.find(',', start), kInjectKinds.size());
+    if (kInjectKinds.substr(start, comma - start) == kind) return "";
+    start = comma + 1;
+  }
+  return fmt::format("unknown kind '{}'", kind);
+}
+
+// Rows give the validity fields (range, entry form and check) only where they say something; the others keep
+// the struct's defaults.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const std::vector<OptionSpec> kTable = {
     {Opt::Logs, "KILN_LOGS", OptType::List, "", "",
      "Log channels to print on stderr (comma list, or `all`); see the channel list below."},
@@ -30,29 +84,36 @@ const std::vector<OptionSpec> kTable = {
      "(default ./kiln_debug); see docs/minifier.md."},
     {Opt::ReproLevel, "KILN_REPRO_LEVEL", OptType::Int, "2", "",
      "With KILN_REPRO_AFTER set: 1 = save a repro on a compile error; 2 = also minify it; 3 = also on "
-     "runtime errors; 4 = also compare outputs against eager and minify accuracy failures."},
+     "runtime errors; 4 = also compare outputs against eager and minify accuracy failures.",
+     1, 4},
     {Opt::Inject, "KILN_INJECT", OptType::List, "", "",
-     "Bugs to inject, as op:kind pairs (kinds: compile_error, runtime_error, crash, accuracy), e.g. "
-     "`relu:accuracy`. Off when empty."},
+     "Bugs to inject, as op:kind pairs, e.g. `relu:accuracy` (`fusion:accuracy` and `<op>:decomposition` for "
+     "the inductor, docs/inductor.md; `hang` only in the inject_test backend, docs/minifier.md). Off when empty.",
+     0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang)",
+     inject_entry},
     {Opt::CacheDir, "KILN_CACHE_DIR", OptType::String, "", "",
      "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln (or ~/.cache/kiln)."},
-    {Opt::CacheSizeLimit, "KILN_CACHE_SIZE_LIMIT", OptType::Int, "1G", "",
+    {Opt::CacheSizeLimit, "KILN_CACHE_SIZE_LIMIT", OptType::Bytes, "1G", "",
      "Size limit of the kernel cache in bytes (suffixes K, M, G); least recently used entries are evicted "
      "beyond it."},
-    {Opt::StreamMinBytes, "KILN_STREAM_MIN_BYTES", OptType::Int, "0", "",
+    {Opt::StreamMinBytes, "KILN_STREAM_MIN_BYTES", OptType::Bytes, "0", "",
      "Compiled kernels write pointwise outputs at least this large (bytes; suffixes K, M, G) with streaming "
      "(non-temporal) stores. 0 = half the cache this process can count on (docs/inductor.md, Streaming stores)."},
     {Opt::Verify, "KILN_VERIFY", OptType::Bool, "auto", "",
      "Run the graph verifier between passes. `auto` = on in builds without NDEBUG."},
     {Opt::Seed, "KILN_SEED", OptType::Int, "0", "",
      "Seed of the random generator used by tools: generated inputs of `kiln run` and the generator state "
-     "random ops start from."},
+     "random ops start from.",
+     0, INT64_MAX},
     {Opt::BisectLimit, "KILN_BISECT_LIMIT", OptType::List, "", "",
      "Bisection limits, as `stage:subsystem=N` or `stage=N` entries: only the first N applications of that "
-     "subsystem (or of the whole stage) run; later ones are skipped (see docs/options.md, Bisection)."},
+     "subsystem (or of the whole stage) run; later ones are skipped (see docs/options.md, Bisection).",
+     0, INT64_MAX, "stage:subsystem=N or stage=N (N >= 0)", bisect_limit_entry},
     {Opt::BisectDisable, "KILN_BISECT_DISABLE", OptType::List, "", "",
-     "Subsystems to skip entirely, as `stage:subsystem` or `stage` entries (e.g. `passes:cse`)."},
+     "Subsystems to skip entirely, as `stage:subsystem` or `stage` entries (e.g. `passes:cse`).",
+     0, INT64_MAX, "stage:subsystem or stage", bisect_disable_entry},
 };
+#pragma GCC diagnostic pop
 
 struct State {
   std::mutex mutex;
@@ -113,7 +174,8 @@ std::vector<std::string> split_words(std::string_view s) {
   return out;
 }
 
-bool parse_bool(const OptionSpec& spec, const std::string& v) {
+// A Bool value, or nothing when `v` is not one.
+std::optional<bool> bool_value(std::string_view v) {
   std::string l = lower(trim(v));
   if (l == "1" || l == "on" || l == "true" || l == "yes") return true;
   if (l == "0" || l == "off" || l == "false" || l == "no" || l.empty()) return false;
@@ -122,32 +184,91 @@ bool parse_bool(const OptionSpec& spec, const std::string& v) {
 #else
   if (l == "auto") return true;
 #endif
-  fail("{}={}: expected a boolean (1/0, on/off, true/false, yes/no, auto)", spec.env, v);
+  return std::nullopt;
 }
 
-int64_t parse_int(const OptionSpec& spec, const std::string& v) {
+// An Int or Bytes value: `value` when valid; else `problem` says what is wrong ("" when `v` is simply not
+// an integer: the expectation says it all).
+struct IntValue {
+  std::optional<int64_t> value;
+  std::string problem;
+};
+
+IntValue int_value(const OptionSpec& spec, std::string_view v) {
   const std::string t = trim(v);
-  KILN_CHECK(!t.empty(), "{} is empty: expected an integer (optionally with a K, M or G suffix)", spec.env);
-  std::optional<int64_t> n = parse_byte_count(t);
-  KILN_CHECK(n, "{}={}: expected an integer (optionally with a K, M or G suffix)", spec.env, v);
-  return *n;
+  if (t.empty()) return {std::nullopt, "empty"};
+  int64_t n = 0;
+  if (spec.type == OptType::Bytes) {
+    std::optional<int64_t> bytes = parse_byte_count(t);
+    if (!bytes) {  // malformed, or well formed and too large
+      std::string_view digits(t);
+      if (std::strchr("KMGkmg", digits.back())) digits.remove_suffix(1);
+      const bool well_formed = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+                                 return std::isdigit(static_cast<unsigned char>(c));
+                               });
+      return {std::nullopt, well_formed ? "too large (more than 2^63-1 bytes)" : ""};
+    }
+    n = *bytes;
+  } else {
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (ec == std::errc::result_out_of_range) return {std::nullopt, "too large for a 64-bit integer"};
+    if (ec != std::errc() || end != t.data() + t.size()) return {std::nullopt, ""};
+  }
+  if (n < spec.min) return {std::nullopt, fmt::format("below the minimum {}", spec.min)};
+  if (n > spec.max) return {std::nullopt, fmt::format("above the maximum {}", spec.max)};
+  return {n, ""};
 }
 
-void validate(const OptionSpec& spec, const std::string& v) {
+// What a valid value of `spec` looks like, for messages.
+std::string range_text(const OptionSpec& spec) {
+  return spec.max == INT64_MAX ? fmt::format(">= {}", spec.min) : fmt::format("from {} to {}", spec.min, spec.max);
+}
+
+std::string expected_text(const OptionSpec& spec) {
+  auto range = [&] { return range_text(spec); };
   switch (spec.type) {
-    case OptType::Bool: parse_bool(spec, v); break;
-    case OptType::Int: parse_int(spec, v); break;
+    case OptType::Bool: return "a boolean (1/0, on/off, true/false, yes/no, auto)";
+    case OptType::Int: return fmt::format("an integer {}", range());
+    case OptType::Bytes:
+      return fmt::format("a byte count {}: a decimal integer with an optional K, M or G suffix (4K = 4096)", range());
+    case OptType::Choice: return fmt::format("one of: {} (or empty)", spec.choices);
+    case OptType::List:
+      return spec.entry_form.empty() ? "comma-separated words" : fmt::format("comma-separated {} entries", spec.entry_form);
+    case OptType::String: return "text";
+  }
+  return "?";
+}
+
+struct Problem {
+  bool bad = false;
+  std::string what;  // "" when the value is simply not of the type (the expectation says it all)
+};
+
+Problem value_problem(const OptionSpec& spec, std::string_view v) {
+  switch (spec.type) {
+    case OptType::Bool: return {!bool_value(v), ""};
+    case OptType::Int:
+    case OptType::Bytes: {
+      IntValue n = int_value(spec, v);
+      return {!n.value, n.problem};
+    }
     case OptType::Choice: {
       std::string t = trim(v);
-      if (t.empty()) break;
       std::vector<std::string> choices = split_words(spec.choices);
-      KILN_CHECK(std::find(choices.begin(), choices.end(), t) != choices.end(), "{}={}: expected one of: {} (or empty)",
-                 spec.env, v, spec.choices);
-      break;
+      return {!t.empty() && std::find(choices.begin(), choices.end(), t) == choices.end(), ""};
     }
-    case OptType::String:
-    case OptType::List: break;
+    case OptType::List:
+      if (spec.check_entry)
+        for (const std::string& entry : split_words(v))
+          if (std::string p = spec.check_entry(entry); !p.empty()) return {true, fmt::format("entry '{}': {}", entry, p)};
+      return {};
+    case OptType::String: return {};
   }
+  return {};
+}
+
+void validate(const OptionSpec& spec, std::string_view v) {
+  if (std::string p = option_problem(spec, v); !p.empty()) throw Error(p);
 }
 
 const OptionSpec& checked_spec(Opt id, std::initializer_list<OptType> types) {
@@ -155,6 +276,14 @@ const OptionSpec& checked_spec(Opt id, std::initializer_list<OptType> types) {
   KILN_CHECK(std::find(types.begin(), types.end(), spec.type) != types.end(), "option {} is of type {}", spec.env,
              opt_type_name(spec.type));
   return spec;
+}
+
+// The valid values of an Int, Bytes or List row, for the help ("" for the other types: their type says it).
+std::string valid_values_text(const OptionSpec& spec) {
+  if (spec.type == OptType::Int) return range_text(spec);
+  if (spec.type == OptType::Bytes) return range_text(spec) + " bytes";
+  if (spec.type == OptType::List && !spec.entry_form.empty()) return std::string(spec.entry_form);
+  return "";
 }
 
 }  // namespace
@@ -178,6 +307,7 @@ std::string_view opt_type_name(OptType t) {
   switch (t) {
     case OptType::Bool: return "bool";
     case OptType::Int: return "int";
+    case OptType::Bytes: return "bytes";
     case OptType::String: return "string";
     case OptType::Choice: return "choice";
     case OptType::List: return "list";
@@ -185,8 +315,19 @@ std::string_view opt_type_name(OptType t) {
   return "?";
 }
 
-bool opt_bool(Opt id) { return parse_bool(checked_spec(id, {OptType::Bool}), raw_value(id)); }
-int64_t opt_int(Opt id) { return parse_int(checked_spec(id, {OptType::Int}), raw_value(id)); }
+bool opt_bool(Opt id) {
+  const OptionSpec& spec = checked_spec(id, {OptType::Bool});
+  std::string v = raw_value(id);
+  validate(spec, v);
+  return *bool_value(v);
+}
+
+int64_t opt_int(Opt id) {
+  const OptionSpec& spec = checked_spec(id, {OptType::Int, OptType::Bytes});
+  std::string v = raw_value(id);
+  validate(spec, v);
+  return *int_value(spec, v).value;
+}
 
 std::string opt_string(Opt id) {
   const OptionSpec& spec = checked_spec(id, {OptType::String, OptType::Choice});
@@ -196,8 +337,42 @@ std::string opt_string(Opt id) {
 }
 
 std::vector<std::string> opt_list(Opt id) {
-  checked_spec(id, {OptType::List});
-  return split_words(raw_value(id));
+  const OptionSpec& spec = checked_spec(id, {OptType::List});
+  std::string v = raw_value(id);
+  validate(spec, v);
+  return split_words(v);
+}
+
+std::string option_problem(const OptionSpec& spec, std::string_view value) {
+  Problem p = value_problem(spec, value);
+  if (!p.bad) return "";
+  return fmt::format("{}={}: {}{}expected {}", spec.env, value, p.what, p.what.empty() ? "" : "; ", expected_text(spec));
+}
+
+std::vector<std::string> option_errors() {
+  load_options();
+  std::map<Opt, std::string> set;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    set = s.environment;
+    for (const auto& [id, v] : s.overrides) set[id] = v;
+  }
+  std::vector<std::string> out;
+  for (const auto& [id, v] : set)
+    if (std::string p = option_problem(option_spec(id), v); !p.empty()) out.push_back(p);
+  return out;
+}
+
+void check_options() {
+  // Cached per options generation: the environment is read once, overrides bump the generation.
+  static std::atomic<uint64_t> checked{0};  // generation + 1 of the last check that passed
+  const uint64_t want = options_generation() + 1;
+  if (checked.load(std::memory_order_acquire) == want) return;
+  std::vector<std::string> errors = option_errors();
+  if (errors.size() == 1) throw Error(errors[0]);
+  if (!errors.empty()) throw Error(fmt::format("{} invalid settings:\n  {}", errors.size(), fmt::join(errors, "\n  ")));
+  checked.store(want, std::memory_order_release);
 }
 
 uint64_t options_generation() { return g_generation.load(std::memory_order_acquire); }
@@ -265,6 +440,7 @@ std::string options_help_text() {
     out += fmt::format("  {:<22} {:<7} default: {}\n", spec.env, opt_type_name(spec.type),
                        spec.default_value.empty() ? "(empty)" : spec.default_value);
     if (!spec.choices.empty()) out += fmt::format("  {:<22} choices: {}\n", "", spec.choices);
+    if (std::string v = valid_values_text(spec); !v.empty()) out += fmt::format("  {:<22} valid: {}\n", "", v);
     out += fmt::format("  {:<22} {}\n\n", "", spec.help);
   }
   out += "Log channels (KILN_LOGS=a,b or all):\n";
@@ -282,11 +458,16 @@ std::string options_markdown() {
       "code (tests, the CLI) may override them. A `KILN_*` variable that is not in the table gets a warning\n"
       "naming the closest valid one.\n\n"
       "Types: `bool` takes 1/0, on/off, true/false, yes/no, or `auto` (on in builds without NDEBUG); `int`\n"
-      "takes a decimal integer with an optional binary suffix K, M or G; `list` takes comma-separated words.\n\n"
+      "takes a decimal integer; `bytes` a decimal integer with an optional binary suffix K, M or G (4K = 4096);\n"
+      "`list` takes comma-separated entries. Each row says which values are valid. `kiln` checks every set\n"
+      "`KILN_*` variable at start-up, whichever command and backend run, and reports each invalid one\n"
+      "(`kiln: error: KILN_SEED=-1: below the minimum 0; expected an integer >= 0`, exit 2); the library\n"
+      "raises the same message as a kiln::Error (`check_options()`, called by `find_backend` and `compile`).\n\n"
       "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n";
   for (const OptionSpec& spec : kTable) {
     std::string help(spec.help);
     if (!spec.choices.empty()) help += fmt::format(" Choices: {}.", spec.choices);
+    if (std::string v = valid_values_text(spec); !v.empty()) help += fmt::format(" Valid: {}.", v);
     out += fmt::format("| `{}` | {} | {} | {} |\n", spec.env, opt_type_name(spec.type),
                        spec.default_value.empty() ? "(empty)" : fmt::format("`{}`", spec.default_value), help);
   }
@@ -311,23 +492,18 @@ std::string options_markdown() {
 }
 
 std::optional<int64_t> parse_byte_count(std::string_view text) {
-  std::string t(text);
-  if (t.empty()) return std::nullopt;
+  if (text.empty()) return std::nullopt;
   int64_t scale = 1;
-  char last = char(std::toupper(static_cast<unsigned char>(t.back())));
+  char last = char(std::toupper(static_cast<unsigned char>(text.back())));
   if (last == 'K' || last == 'M' || last == 'G') {
     scale = last == 'K' ? 1024 : last == 'M' ? 1024 * 1024 : 1024 * 1024 * 1024;
-    t.pop_back();
+    text.remove_suffix(1);
   }
-  size_t used = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(t, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used != t.size() || used == 0) return std::nullopt;
-  return n * scale;
+  int64_t n = 0, bytes = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (__builtin_mul_overflow(n, scale, &bytes)) return std::nullopt;
+  return bytes;
 }
 
 }  // namespace kiln

@@ -1,6 +1,8 @@
 // The one options table (decision 10): every KILN_* setting is a row (name, environment variable, type,
 // default, help). Values are read from the environment once, on first use, and can be overridden in code
-// (tests, the CLI). `kiln --help-options` prints the table and docs/options.md is generated from it.
+// (tests, the CLI). Each row also says which values are valid (an integer's range, a list entry's form), and
+// one validation (option_problem) serves the getters, set_option and the start-up check of every set variable
+// (option_errors). `kiln --help-options` prints the table and docs/options.md is generated from it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -28,11 +30,15 @@ enum class Opt : uint8_t {
 
 enum class OptType : uint8_t {
   Bool,    // 1/0, on/off, true/false, yes/no; `auto` = on in debug builds (NDEBUG undefined)
-  Int,     // a decimal integer, optionally with a binary suffix K, M or G (4K = 4096)
+  Int,     // a decimal integer within the row's [min, max]
+  Bytes,   // a byte count within [min, max]: a decimal integer with an optional binary suffix K, M or G (4K = 4096)
   String,  // free text (a path, ...)
   Choice,  // one of the words listed in `choices`
   List,    // comma-separated words (empty = none)
 };
+
+// What is wrong with one entry of a List option ("" when it is valid).
+using EntryCheck = std::string (*)(std::string_view entry);
 
 struct OptionSpec {
   Opt id;
@@ -41,6 +47,9 @@ struct OptionSpec {
   std::string_view default_value;  // as it would be written in the environment
   std::string_view choices;        // Choice: the allowed words, comma-separated ("" is always allowed)
   std::string_view help;
+  int64_t min = 0, max = INT64_MAX;  // Int, Bytes: the valid values, inclusive
+  std::string_view entry_form;       // List: what an entry looks like, for messages ("stage:subsystem=N")
+  EntryCheck check_entry = nullptr;  // List: validates each entry (null: any word)
 };
 
 const std::vector<OptionSpec>& option_table();
@@ -55,8 +64,19 @@ int64_t opt_int(Opt id);
 std::string opt_string(Opt id);             // String and Choice options
 std::vector<std::string> opt_list(Opt id);  // List options (trimmed, empty entries dropped)
 // `text` as a count of bytes: a decimal integer with an optional binary suffix K, M or G (4K = 4096; sysfs
-// writes cache sizes this way); nullopt when it is not one. Int options are parsed with it.
+// writes cache sizes this way); nullopt when it is not one or does not fit in int64_t. Bytes options are
+// parsed with it.
 std::optional<int64_t> parse_byte_count(std::string_view text);
+
+// The one validation of a value for an option: "" when `value` is valid, else the message a user sees,
+// `KILN_SEED=-1: below the minimum 0; expected an integer from 0 to 9223372036854775807`.
+std::string option_problem(const OptionSpec& spec, std::string_view value);
+// Every set KILN_* variable (and every override) whose value is invalid, one message each (option_problem),
+// in table order. The CLI prints them all at start-up and exits 2.
+std::vector<std::string> option_errors();
+// kiln::Error listing option_errors() when there are any. Library entry points (find_backend, compile)
+// call it, so a program that never runs the CLI does not silently run with a bad setting either.
+void check_options();
 // Increments whenever an override changes, so caches of derived values (log channels) can refresh.
 uint64_t options_generation();
 

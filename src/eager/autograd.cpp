@@ -24,9 +24,39 @@ uint64_t next_sequence_nr() {
 // make a cycle output -> grad_fn -> output).
 Tensor saved_alias(const Tensor& t) { return t.detach(); }
 
+// `call` with each tensor argument replaced by f(tensor, its index in call.flat_tensors()).
+template <class F>
+OpCall map_tensors(OpCall call, F f) {
+  size_t k = 0;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    ArgType type = call.op->schema.args[i].type;
+    if (type == ArgType::Tensor) {
+      if (!call.args[i].is_none()) call.args[i] = IValue(f(call.args[i].tensor(), k));
+      ++k;
+    } else if (type == ArgType::TensorList || type == ArgType::OptTensorList) {
+      for (Tensor& x : call.args[i].tensor_list()) x = f(x, k++);
+    }
+  }
+  return call;
+}
+
+// What a node keeps of an input (PyTorch's SavedVariable): a leaf that requires grad itself (it has no
+// history to hold), anything else as a history-free alias (shared storage, no grad_fn, no view base). The
+// input's history stays in the node's edge to it and is put back for a differentiable backward
+// (with_saved_history). Saving the input itself would close a cycle whenever its history is later rewritten to
+// lead back to this node: an in-place write through a view makes the base's new history reach every node
+// that saved the base or a view of it (base -> CopySlices -> node -> saved view -> view base), and an in-place
+// op saves its own target (self -> node -> saved self).
+Tensor saved_input(const Tensor& t, size_t) {
+  if (!t.defined() || (t.requires_grad() && !t.grad_fn())) return t;
+  return t.detach();
+}
+
+bool is_accumulator(const Node* n);
+
 class OpNode : public Node {
  public:
-  OpNode(const OpCall& call, const std::vector<Tensor>& outputs) : call_(call) {
+  OpNode(const OpCall& call, const std::vector<Tensor>& outputs) : call_(map_tensors(call, saved_input)) {
     for (const Tensor& o : outputs) outputs_.push_back(saved_alias(o));
     for (const Tensor& t : call_.flat_tensors()) {
       input_metas_.push_back(t.defined() ? t.meta() : TensorMeta{});
@@ -47,7 +77,8 @@ class OpNode : public Node {
     }
     std::vector<bool> needs(next_edges.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = next_edges[i].valid();
-    VjpCall vc{call_, outputs_, grads, needs};
+    const OpCall call = grad_mode_enabled() ? with_saved_history() : call_;  // create_graph: a graph of the VJP
+    VjpCall vc{call, outputs_, grads, needs};
     std::vector<Tensor> out = call_.op->vjp(vc);
     KILN_CHECK(out.size() == next_edges.size(), "{}: VJP returned {} gradients for {} tensor inputs", name(),
                out.size(), next_edges.size());
@@ -61,6 +92,21 @@ class OpNode : public Node {
     return out;
   }
   std::string name() const override { return std::string(call_.op->name) + "Backward"; }
+  // The saved call with each saved alias given back the history its edge holds, so that a VJP run under
+  // grad mode records its ops against the inputs' histories.
+  OpCall with_saved_history() const {
+    return map_tensors(call_, [&](const Tensor& t, size_t i) {
+      if (!t.defined() || t.requires_grad() || i >= next_edges.size() || !next_edges[i].valid() ||
+          is_accumulator(next_edges[i].fn.get()))
+        return t;
+      Tensor alias = t.detach();
+      AutogradMeta& m = autograd_meta(alias);
+      m.requires_grad = true;
+      m.grad_fn = next_edges[i].fn;
+      m.output_nr = next_edges[i].input_nr;
+      return alias;
+    });
+  }
   void release_saved() override {
     released_ = true;
     call_.args.clear();
@@ -99,6 +145,8 @@ class AccumulateGrad : public Node {
   std::string name() const override { return "AccumulateGrad"; }
   std::shared_ptr<TensorImpl> leaf_;
 };
+
+bool is_accumulator(const Node* n) { return dynamic_cast<const AccumulateGrad*>(n) != nullptr; }
 
 // The history of a base after an in-place write through one of its views: the gradient of the base passes
 // through unchanged outside the view's region; inside it, it goes through the in-place op's VJP.

@@ -233,6 +233,7 @@ std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOpti
 }  // namespace
 
 std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
+  check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
   const std::optional<uint64_t> cache_key = graph_cache_key(g, options);
   if (cache_key) {
     std::lock_guard lock(graph_cache().mutex);
