@@ -96,6 +96,18 @@ fs::path make_temp_dir(const std::string& parent) {
 
 std::string state_path(const std::string& output) { return output + ".state.json"; }
 
+// Removes the .npy files in `dir` (OUT.inputs/) other than `keep`, then `dir` itself if that left it empty. Only
+// what the minifier writes there goes: anything else a user keeps in a directory of that name stays.
+void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".npy" && e.is_regular_file(ec) && !e.is_symlink(ec) &&
+        !keep.count(e.path().filename().string()))
+      fs::remove(e.path(), ec);
+  if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
+
 void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, bool done) {
   nlohmann::json j;
   j["source_hash"] = fmt::format("{:016x}", o.source_hash);
@@ -232,10 +244,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
                (k != "compile_error" && k != "runtime_error"),
                "--check-str: the graph's failure ({}) does not contain \"{}\": {}", k, opts.check_str,
                res.original.message);
-    if (!opts.output.empty()) {
-      std::error_code ec;
-      fs::remove_all(opts.output + ".inputs", ec);  // a fresh run: no stale input files
-    }
+    if (!opts.output.empty()) remove_input_files(opts.output + ".inputs", {});  // a fresh run: no stale input files
   }
   fo.target.failure = res.original;
   if (!recorded) record_reference(g, inputs, seed_state, store);
@@ -290,11 +299,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
     // Input files of earlier checkpoints that the result no longer reads.
     std::set<std::string> keep;
     for (graph::ValueId id : res.graph.inputs()) keep.insert(graph::input_file_name(res.graph.value(id).name));
-    std::error_code ec;
-    if (fs::exists(opts.output + ".inputs"))
-      for (const auto& e : fs::directory_iterator(opts.output + ".inputs", ec))
-        if (!keep.count(e.path().filename().string())) fs::remove(e.path(), ec);
-    if (res.graph.inputs().empty()) fs::remove_all(opts.output + ".inputs", ec);
+    remove_input_files(opts.output + ".inputs", keep);
   }
   stats.ops = std::get<0>(measure(res.graph));
   // Wall time of the whole run (classification, recording, reduction, re-verification), plus earlier

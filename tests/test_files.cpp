@@ -197,6 +197,9 @@ TEST_F(Files, EvictionDeletesOnlyKilnsOwnEntries) {
   auto entries = cache_entries(cache);
   ASSERT_EQ(entries.size(), 1u);
   const fs::path kernels = entries[0].first.parent_path();
+  // A temporary file of a writer that was killed (pid 2^22 + 1 is above Linux's pid limit: never running).
+  const std::string abandoned = "." + entries[0].first.filename().string() + ".kiln-tmp.4194305.0";
+  std::ofstream(kernels / abandoned) << "partial";
   // Files kiln did not write, including ones that look like objects.
   for (const char* f : {"notes.txt", "mine.o", "0000000000000000000000000000000000000000000000000000000000000000.o",
                         "0000000000000000000000000000000000000000000000000000000000000000.meta"})
@@ -205,7 +208,8 @@ TEST_F(Files, EvictionDeletesOnlyKilnsOwnEntries) {
                                                                    "  return %y\n}\n"), env + " KILN_CACHE_SIZE_LIMIT=1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "evict")) << r.output;
-  EXPECT_FALSE(fs::exists(entries[0].first));  // kiln's own entries go
+  EXPECT_FALSE(fs::exists(entries[0].first));  // kiln's own entries go, and temporary files of dead writers
+  EXPECT_FALSE(fs::exists(kernels / abandoned));
   for (const char* f : {"notes.txt", "mine.o", "0000000000000000000000000000000000000000000000000000000000000000.o",
                         "0000000000000000000000000000000000000000000000000000000000000000.meta"})
     EXPECT_TRUE(fs::exists(kernels / f)) << f;
@@ -350,6 +354,21 @@ TEST_F(Files, TwoRunsDoNotWriteOneOutput) {
   EXPECT_EQ(dump.exit_code, 2) << dump.output;
 }
 
+TEST_F(Files, MinifierRemovesOnlyItsOwnInputFiles) {
+  const std::string out = (dir_ / "m.repro").string();
+  fs::create_directories(out + ".inputs" + "/keep");
+  std::ofstream(out + ".inputs/notes.txt") << "mine";
+  CommandResult r = run_kiln("minify " + file("g.kir", "graph g(%x: f32[4], %w: f32[4]) {\n  %a = mul(%x, %w) : f32[4]\n"
+                                                      "  %y = relu(%a) : f32[4]\n  return %y\n}\n") +
+                                 " --backend inductor -q -o " + out,
+                             "KILN_INJECT=relu:compile_error");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(slurp(out + ".inputs/notes.txt"), "mine");
+  EXPECT_TRUE(fs::is_directory(out + ".inputs/keep"));
+  EXPECT_TRUE(fs::exists(out + ".inputs/a.npy")) << r.output;  // the minified graph's input
+  EXPECT_FALSE(fs::exists(out + ".inputs/x.npy"));             // an earlier checkpoint's, no longer read
+}
+
 TEST_F(Files, FailedWritesLeaveNothingBehind) {
   const std::string target = file("t.txt", "old");
   EXPECT_THROW(write_file_atomic(target, [](const ChunkWriter& w) {
@@ -404,6 +423,14 @@ TEST_F(Files, NpyHeadersCannotClaimMoreThanTheFileHolds) {
                          (dir_ / "in").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "truncated data")) << r.output;
+  // A dtype with trailing characters is not read as the dtype it starts with.
+  std::string f4 = std::string("\x93NUMPY\x01\x00", 8) + char(118) + char(0) +
+                   "{'descr': '<f4x', 'fortran_order': False, 'shape': (1,), }" + std::string(59, ' ') + "\n" +
+                   std::string(4, '\0');
+  std::ofstream(dir_ / "in" / "x.npy", std::ios::binary | std::ios::trunc) << f4;
+  r = run_kiln("run " + file("h.kir", kRelu) + " --inputs " + (dir_ / "in").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "unsupported dtype '<f4x'")) << r.output;
 }
 
 // ---------------------------------------------------------------- 7. number fields
@@ -451,4 +478,25 @@ TEST(ParseNumber, WholeFieldsOnly) {
   for (const char* bad : {"", " 1", "1 ", "+1", "1abc", "0x10", "abc"}) EXPECT_FALSE(parse_number<int>(bad)) << bad;
   EXPECT_FALSE(parse_number<uint64_t>("-1"));
   EXPECT_FALSE(parse_number<uint64_t>("18446744073709551616"));
+}
+
+// ---------------------------------------------------------------- 8. the repro fuzzer's seeds
+
+// Each seed of fuzz/corpus/repro is either rejected with a kiln::Error or round-trips (the fuzzer's property).
+TEST(ReproFuzzSeeds, RejectedOrRoundTrip) {
+  int accepted = 0, rejected = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(KILN_SOURCE_DIR) / "fuzz" / "corpus" / "repro")) {
+    ReproFile r;
+    try {
+      r = parse_repro(slurp(e.path()), "/nonexistent/fuzz.repro");
+    } catch (const Error&) {
+      ++rejected;
+      continue;
+    }
+    ++accepted;
+    const std::string printed = print_repro(r);
+    EXPECT_EQ(print_repro(parse_repro(printed, "/nonexistent/printed.repro")), printed) << e.path();
+  }
+  EXPECT_GE(accepted, 3);
+  EXPECT_GE(rejected, 1);
 }

@@ -202,12 +202,10 @@ NpyHeader parse_header(std::string_view text, const std::string& path, std::opti
   KILN_CHECK(s.size() >= 3 && (s[0] == '<' || s[0] == '>' || s[0] == '|' || s[0] == '='),
              "read_npy: {}: unsupported dtype '{}' (kiln reads bool, u8, i8, i16, i32, i64, f16, f32, f64, and "
              "'<u2' as bf16 bits)", path, s);
-  int size = 0;
-  try {
-    size = std::stoi(s.substr(2));
-  } catch (const std::exception&) {
-    fail("read_npy: {}: unsupported dtype '{}'", path, s);
-  }
+  std::optional<int> parsed_size = parse_number<int>(std::string_view(s).substr(2));
+  KILN_CHECK(parsed_size.has_value(), "read_npy: {}: unsupported dtype '{}' (kiln reads bool, u8, i8, i16, i32, i64, "
+             "f16, f32, f64, and '<u2' as bf16 bits)", path, s);
+  const int size = *parsed_size;
   KILN_CHECK(s[0] != '>' || size == 1, "read_npy: {}: big-endian data ('{}') is not supported; convert it with "
              "arr.astype(arr.dtype.newbyteorder('<'))", path, s);
   if (s[1] == 'u' && size == 2) {

@@ -20,6 +20,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,6 +133,18 @@ void discard_entry(const fs::path& object_file, const fs::path& meta_file, const
   KILN_LOG(LogChannel::Cache, "discarding the cache entry {}: {}; rebuilding it", object_file.string(), why);
 }
 
+// A temporary file of write_file_atomic (".KEY.o.kiln-tmp.PID.N") for an entry, whose writer no longer runs.
+bool is_abandoned_temp_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  const size_t tmp = name.find(".kiln-tmp.");
+  if (name.empty() || name[0] != '.' || tmp == std::string::npos) return false;
+  const fs::path entry = name.substr(1, tmp - 1);
+  if (!is_entry_stem(entry.stem().string()) || (entry.extension() != ".o" && entry.extension() != ".meta")) return false;
+  const std::string rest = name.substr(tmp + 10);
+  std::optional<int> pid = parse_number<int>(std::string_view(rest).substr(0, rest.find('.')));
+  return pid && *pid > 0 && ::kill(*pid, 0) != 0 && errno == ESRCH;
+}
+
 // Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used entries. Only kiln's
 // own entries count and are deleted (see read_entry): other files in the directory are left alone.
 void evict(const fs::path& dir) {
@@ -146,6 +159,11 @@ void evict(const fs::path& dir) {
   int64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (is_abandoned_temp_file(e.path())) {
+      fs::remove(e.path(), ec);
+      KILN_LOG(LogChannel::Cache, "removed {}, left by a writer that is gone", e.path().string());
+      continue;
+    }
     const fs::path meta = e.path();
     if (meta.extension() != ".meta" || !is_entry_stem(meta.stem().string()) || !e.is_regular_file(ec)) continue;
     char head[kEntryMagic.size()];
