@@ -15,8 +15,8 @@
 
 #include "core/files.h"
 #include "core/npy.h"
-#include "graph/inputs.h"
 #include "core/options.h"
+#include "graph/inputs.h"
 #include "graph/text.h"
 #include "minifier/hook.h"
 #include "ops/api.h"
@@ -78,8 +78,9 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
     for (size_t i = 0; i < g.inputs().size(); ++i) {
       // A name always carries the same value within a run, so a file written once stays valid.
       std::string file = graph::input_file_name(g.value(g.inputs()[i]).name);
-      if (!fs::exists(dir / file)) write_npy((dir / file).string(), inputs[i]);
-      r.input_hashes[file] = content_hash_of_file((dir / file).string());
+      const std::string target = confined_path(dir, file, "an input file of the repro").string();
+      if (!fs::exists(target)) write_npy(target, inputs[i]);
+      r.input_hashes[file] = content_hash_of_file(target);
     }
   }
   save_repro(r, path);

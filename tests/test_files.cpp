@@ -231,6 +231,16 @@ TEST_F(Files, DumpKeepsEveryInputInsideItsDirectory) {
   EXPECT_EQ(files, (std::set<std::string>{"%2E.%2F..%2Fx.npy", "%2Fabs%2Fx.npy", "%6Futput_0.npy", "output_0.npy"}));
   EXPECT_FALSE(fs::exists(dir_ / "deep" / "x.npy"));
   EXPECT_FALSE(fs::exists("/abs/x.npy"));
+  // A symlink planted in the dump directory is not written through to a file outside it.
+  std::ofstream(dir_ / "precious") << "keep";
+  fs::remove(dump / "%6Futput_0.npy");
+  fs::create_symlink(dir_ / "precious", dump / "%6Futput_0.npy");
+  CommandResult planted = run_kiln("run --seed 2 " + g + " --dump " + dump.string());
+  EXPECT_EQ(planted.exit_code, 2) << planted.output;
+  EXPECT_TRUE(has(planted.output, "leads outside")) << planted.output;
+  EXPECT_EQ(slurp(dir_ / "precious"), "keep");
+  fs::remove(dump / "%6Futput_0.npy");
+  ASSERT_EQ(run_kiln("run --seed 2 " + g + " --dump " + dump.string()).exit_code, 0);
   // Re-running from the dump computes on the inputs, not on the output.
   CommandResult again = run_kiln("run " + g + " --inputs " + dump.string());
   ASSERT_EQ(again.exit_code, 0) << again.output;
@@ -321,7 +331,11 @@ TEST_F(Files, OutputsNeverReplaceWhatIsNotARegularFile) {
   ASSERT_EQ(::lstat((dir_ / "fifo").c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
   EXPECT_TRUE(fs::is_directory(dir_ / "a_dir"));
-  EXPECT_THROW(write_file_atomic("/dev/null", "x"), Error);
+  // Through a symlink too (not /dev/null itself: as root, a regression would replace the machine's device).
+  fs::create_symlink(dir_ / "fifo", dir_ / "link");
+  EXPECT_THROW(write_file_atomic((dir_ / "link").string(), "x"), Error);
+  ASSERT_EQ(::lstat((dir_ / "fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 TEST_F(Files, FmtInPlaceKeepsModeSymlinkAndComments) {

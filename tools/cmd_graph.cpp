@@ -97,7 +97,7 @@ int run_run(const RunArgs& a) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
     if (!a.dump_dir.empty())
-      write_npy((std::filesystem::path(a.dump_dir) / graph::output_file_name(i)).string(), outputs[i]);
+      write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
   if (!a.check) return 0;
 

@@ -133,7 +133,7 @@ void save_inputs(const Graph& g, const std::vector<Tensor>& inputs, const std::s
              g.inputs().size());
   create_output_directory(dir);
   for (size_t i = 0; i < inputs.size(); ++i)
-    write_npy((std::filesystem::path(dir) / input_file_name(g.value(g.inputs()[i]).name)).string(), inputs[i]);
+    write_npy(confined_path(dir, input_file_name(g.value(g.inputs()[i]).name), "a dumped input").string(), inputs[i]);
 }
 
 }  // namespace kiln::graph

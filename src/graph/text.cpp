@@ -1253,13 +1253,6 @@ Graph parse_graph(std::string_view text, const std::string& filename) {
   }
 }
 
-bool has_comments(std::string_view text, const std::string& filename) {
-  Lexer lexer(text, filename);
-  while (lexer.next().kind != Tok::End) {
-  }
-  return !lexer.comments().empty();
-}
-
 std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename) {
   // Where the comments go: the lines of the source's `graph`, last `return` and last '}' tokens, and each node's.
   Lexer lexer(source, filename);

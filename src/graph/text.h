@@ -23,8 +23,6 @@ std::string print_graph(const Graph& g, const PrintOptions& opts = {});
 // types must match it, so the returned graph passes verify_graph without verifying it again.
 Graph parse_graph(std::string_view text, const std::string& filename = "<input>");
 Graph load_graph(const std::string& path);  // reads and parses a file (a regular file within kMaxTextFileBytes)
-// Whether .kir text has comments (which print_graph does not carry). The text must lex (parse it first).
-bool has_comments(std::string_view text, const std::string& filename = "<input>");
 // `g` (parsed from `source`, unchanged since) in canonical form with the source's comments kept: a comment on a
 // line of its own stays before the statement that follows it, one after code stays at the end of that
 // statement's line (`kiln fmt`). Idempotent.
