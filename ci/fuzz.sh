@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the .kir parser and verifier: builds fuzz/kir_fuzzer.cpp with clang-19, libFuzzer, ASan and UBSan
-# (-DKILN_FUZZ=ON, in build-fuzz/) and runs it for a fixed time over the seeds in fuzz/corpus/kir/. Exits non-zero
+# Fuzzes the .kir parser and verifier (fuzz/kir_fuzzer.cpp) and the repro file parser (fuzz/repro_fuzzer.cpp):
+# builds them with clang-19, libFuzzer, ASan and UBSan (-DKILN_FUZZ=ON, in build-fuzz/) and runs each for its
+# share of a fixed time (two thirds .kir, one third repro) over the seeds in fuzz/corpus/<target>/. Exits non-zero
 # on a finding (a crash, a sanitizer report, an exception other than kiln::Error, a round-trip mismatch, a
 # timeout or running out of memory); the input that triggers it is left in build-fuzz/findings/.
 # Usage: bash ci/fuzz.sh [SECONDS]   (default 60)
@@ -11,14 +12,19 @@ dir=build-fuzz
 
 bash ci/install-deps.sh  # clang-19, libclang-rt-19-dev (libFuzzer), libomp-19-dev (OpenMP for clang)
 CC=clang-19 CXX=clang++-19 cmake -S . -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$dir" --target kir-fuzzer
+cmake --build "$dir" --target kir-fuzzer repro-fuzzer
 
-# The fuzzer adds what it learns to a working corpus under build-fuzz/; the checked-in seeds stay small.
-work="$dir/corpus-kir"
+# Each fuzzer adds what it learns to a working corpus under build-fuzz/; the checked-in seeds stay small.
 findings="$dir/findings"
-mkdir -p "$work" "$findings"
+mkdir -p "$findings"
 export OMP_NUM_THREADS=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-"$dir/fuzz/kir-fuzzer" "$work" fuzz/corpus/kir -dict=fuzz/kir.dict -max_total_time="$budget" -timeout=5 \
-  -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$findings/" -print_final_stats=1
+fuzz() {  # target, seconds
+  mkdir -p "$dir/corpus-$1"
+  "$dir/fuzz/$1-fuzzer" "$dir/corpus-$1" "fuzz/corpus/$1" -dict="fuzz/$1.dict" -max_total_time="$2" -timeout=5 \
+    -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$findings/$1-" -print_final_stats=1
+}
+kir_budget=$(( budget * 2 / 3 ))
+fuzz kir "$(( kir_budget > 0 ? kir_budget : 1 ))"
+fuzz repro "$(( budget - kir_budget > 0 ? budget - kir_budget : 1 ))"
 echo "fuzz.sh: no findings in ${budget}s"

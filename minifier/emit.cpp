@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "graph/inputs.h"
 #include "graph/text.h"
 #include "minifier/inject_backend.h"
 
@@ -94,7 +95,7 @@ std::string emit_torch(const ReproFile& r, const std::string& repro_path) {
   s += fmt::format("        return ({}{})\n\n\n", fmt::join(results, ", "), results.size() == 1 ? "," : "");
   s += "def load_inputs():\n    return [\n";
   for (graph::ValueId id : g.inputs())
-    s += fmt::format("        torch.from_numpy(np.load(os.path.join(INPUT_DIR, {}))),\n", py_str(g.value(id).name + ".npy"));
+    s += fmt::format("        torch.from_numpy(np.load(os.path.join(INPUT_DIR, {}))),\n", py_str(graph::input_file_name(g.value(id).name)));
   s += "    ]\n\n\n";
   s += fmt::format(
       "if __name__ == \"__main__\":\n"

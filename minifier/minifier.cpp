@@ -14,8 +14,10 @@
 #include <set>
 #include <sstream>
 
+#include "core/files.h"
 #include "core/npy.h"
 #include "core/options.h"
+#include "graph/inputs.h"
 #include "graph/text.h"
 #include "minifier/hook.h"
 #include "ops/api.h"
@@ -29,10 +31,9 @@ namespace fs = std::filesystem;
 std::map<std::string, std::string> current_config() {
   std::map<std::string, std::string> out;
   for (const OptionSpec& s : option_table()) {
-    // Tool settings describe how kiln was debugging, not the bug.
-    if (s.id == Opt::Logs || s.id == Opt::DebugDir || s.id == Opt::ReproAfter || s.id == Opt::ReproLevel ||
-        s.id == Opt::CacheDir || s.id == Opt::CacheSizeLimit || s.id == Opt::Verify)
-      continue;
+    // Only what a repro may set (options.h): tool settings describe how kiln was debugging, not the bug, and
+    // paths and caches are never taken from a repro.
+    if (!s.repro_settable) continue;
     std::string v;
     switch (s.type) {
       case OptType::String:
@@ -74,13 +75,14 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
     r.input_seed = 0;
   } else {
     fs::path dir = fs::path(path).string() + ".inputs";
-    fs::create_directories(dir);
+    create_output_directory(dir.string());
     r.input_dir = dir.filename().string();
     for (size_t i = 0; i < g.inputs().size(); ++i) {
       // A name always carries the same value within a run, so a file written once stays valid.
-      std::string file = g.value(g.inputs()[i]).name + ".npy";
-      if (!fs::exists(dir / file)) write_npy((dir / file).string(), inputs[i]);
-      r.input_hashes[file] = content_hash_of_file((dir / file).string());
+      std::string file = graph::input_file_name(g.value(g.inputs()[i]).name);
+      const std::string target = confined_path(dir, file, "an input file of the repro").string();
+      if (!fs::exists(target)) write_npy(target, inputs[i]);
+      r.input_hashes[file] = content_hash_of_file(target);
     }
   }
   save_repro(r, path);
@@ -96,6 +98,18 @@ fs::path make_temp_dir(const std::string& parent) {
 }
 
 std::string state_path(const std::string& output) { return output + ".state.json"; }
+
+// Removes the .npy files in `dir` (OUT.inputs/) other than `keep`, then `dir` itself if that left it empty. Only
+// what the minifier writes there goes: anything else a user keeps in a directory of that name stays.
+void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".npy" && e.is_regular_file(ec) && !e.is_symlink(ec) &&
+        !keep.count(e.path().filename().string()))
+      fs::remove(e.path(), ec);
+  if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
+}
 
 void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, bool done) {
   nlohmann::json j;
@@ -139,6 +153,12 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   struct Restore { bool v; ~Restore() { in_minifier() = v; } } restore{was_in};
   check_minify_options(opts);
   if (opts.strict_accuracy) opts.accuracy = true;
+  // One run per output: a second run naming the same OUT fails at once instead of interleaving checkpoints.
+  std::optional<OutputLock> lock;
+  if (!opts.output.empty()) {
+    check_output_path(opts.output);
+    lock.emplace(opts.output);
+  }
   if (opts.source_hash == 0) opts.source_hash = source_hash(g, inputs);
   const GeneratorState seed_state = default_generator();
   ValueStore store(opts.memory_budget, opts.spill_dir);
@@ -163,27 +183,33 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   bool resumed = false;
   if (opts.resume) {
     KILN_CHECK(!opts.output.empty(), "--resume needs the output path of the interrupted run (-o)");
-    std::ifstream f(state_path(opts.output));
-    KILN_CHECK(f.good(), "cannot resume: {} does not exist (was the run started with -o {}?)", state_path(opts.output),
-               opts.output);
+    KILN_CHECK(fs::exists(state_path(opts.output)), "cannot resume: {} does not exist (was the run started with -o "
+               "{}?)", state_path(opts.output), opts.output);
+    const std::string state = read_input_file(state_path(opts.output), "minifier state file");
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(f);
+      j = nlohmann::json::parse(state);
     } catch (const nlohmann::json::exception& e) {
       fail("cannot resume: {} is not valid JSON: {}", state_path(opts.output), e.what());
     }
-    KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts.source_hash),
-               "cannot resume: {} was made from a different graph or inputs; start a new run without --resume",
-               state_path(opts.output));
-    KILN_CHECK(j.value("backend", "") == opts.backend, "cannot resume: the interrupted run used backend {}, not {}",
-               j.value("backend", ""), opts.backend);
-    res.original = {j.value("target_kind", "none"), j.value("target_message", "")};
-    stats.oracle_calls = j.value("oracle_calls", 0);
-    stats.cache_hits = j.value("cache_hits", 0);
-    stats.accepted = j.value("accepted", 0);
-    stats.seconds = j.value("seconds", 0.0);
+    try {  // a field of the wrong type (a string for a count) is malformed input, not a kiln bug
+      KILN_CHECK(j.is_object(), "cannot resume: {} is not a minifier state file (not a JSON object)",
+                 state_path(opts.output));
+      KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts.source_hash),
+                 "cannot resume: {} was made from a different graph or inputs; start a new run without --resume",
+                 state_path(opts.output));
+      KILN_CHECK(j.value("backend", "") == opts.backend, "cannot resume: the interrupted run used backend {}, not {}",
+                 j.value("backend", ""), opts.backend);
+      res.original = {j.value("target_kind", "none"), j.value("target_message", "")};
+      stats.oracle_calls = j.value("oracle_calls", 0);
+      stats.cache_hits = j.value("cache_hits", 0);
+      stats.accepted = j.value("accepted", 0);
+      stats.seconds = j.value("seconds", 0.0);
+      stats.start_ops = j.value("start_ops", 0);
+    } catch (const nlohmann::json::exception& e) {
+      fail("cannot resume: {} is malformed ({}); start a new run without --resume", state_path(opts.output), e.what());
+    }
     resume_base = stats.seconds;
-    stats.start_ops = j.value("start_ops", 0);
     ReproFile r = load_repro(opts.output);
     for (graph::ValueId id = 0; id < r.graph.num_values(); ++id)
       KILN_CHECK(g.find_value(r.graph.value(id).name).has_value(),
@@ -234,10 +260,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
                (k != "compile_error" && k != "runtime_error"),
                "--check-str: the graph's failure ({}) does not contain \"{}\": {}", k, opts.check_str,
                res.original.message);
-    if (!opts.output.empty()) {
-      std::error_code ec;
-      fs::remove_all(opts.output + ".inputs", ec);  // a fresh run: no stale input files
-    }
+    if (!opts.output.empty()) remove_input_files(opts.output + ".inputs", {});  // a fresh run: no stale input files
   }
   fo.target.failure = res.original;
   if (!recorded) record_reference(g, inputs, seed_state, store);
@@ -291,12 +314,8 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
                                                       o.observed.kind, o.observed.message);
     // Input files of earlier checkpoints that the result no longer reads.
     std::set<std::string> keep;
-    for (graph::ValueId id : res.graph.inputs()) keep.insert(res.graph.value(id).name + ".npy");
-    std::error_code ec;
-    if (fs::exists(opts.output + ".inputs"))
-      for (const auto& e : fs::directory_iterator(opts.output + ".inputs", ec))
-        if (!keep.count(e.path().filename().string())) fs::remove(e.path(), ec);
-    if (res.graph.inputs().empty()) fs::remove_all(opts.output + ".inputs", ec);
+    for (graph::ValueId id : res.graph.inputs()) keep.insert(graph::input_file_name(res.graph.value(id).name));
+    remove_input_files(opts.output + ".inputs", keep);
   }
   stats.ops = std::get<0>(measure(res.graph));
   // Wall time of the whole run (classification, recording, reduction, re-verification), plus earlier

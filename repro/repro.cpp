@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include <regex>
 #include <sstream>
 
+#include "core/hash.h"
+#include "core/options.h"
 #include "graph/text.h"
 #include "kiln_version.h"
 
@@ -30,34 +33,34 @@ bool same_failure(const FailureSignature& expected, const FailureSignature& actu
   return true;  // crash, hang and accuracy failures match by kind
 }
 
-void write_file_atomic(const std::string& path, const std::string& contents) {
-  std::filesystem::path p(path);
-  std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(f.good(), "cannot write {}: {}", tmp, std::strerror(errno));
-    f << contents;
-    f.flush();
-    KILN_CHECK(f.good(), "writing {} failed: {}", tmp, std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    fail("cannot move {} into place as {}: {}", tmp, path, ec.message());
-  }
+namespace {
+
+// Input files of repros written before kiln hashed with SHA-256 record a 64-bit FNV-1a hash; still accepted.
+std::string legacy_fnv1a64(const std::string& content) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : content) h = (h ^ c) * 0x100000001b3ull;
+  return fmt::format("fnv1a64:{:016x}", h);
 }
 
+}  // namespace
+
 std::string content_hash_of_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  KILN_CHECK(f.good(), "cannot read {}", path);
-  uint64_t h = 0xcbf29ce484222325ull;
-  char buf[65536];
-  while (f) {
-    f.read(buf, sizeof buf);
-    for (std::streamsize i = 0; i < f.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 0x100000001b3ull;
-  }
-  return fmt::format("fnv1a64:{:016x}", h);
+  return "sha256:" + sha256_hex(read_input_file(path, "repro input file", kMaxNpyFileBytes));
+}
+
+bool content_hash_matches(const std::string& path, const std::string& recorded) {
+  if (recorded.rfind("fnv1a64:", 0) == 0)
+    return legacy_fnv1a64(read_input_file(path, "repro input file", kMaxNpyFileBytes)) == recorded;
+  return content_hash_of_file(path) == recorded;
+}
+
+AppliedReproConfig::AppliedReproConfig(const ReproFile& r) {
+  for (const auto& [name, value] : r.config)
+    applied_.push_back(std::make_unique<ScopedOption>(repro_settable_option(name), value));
+}
+
+AppliedReproConfig::~AppliedReproConfig() {
+  while (!applied_.empty()) applied_.pop_back();  // restored in reverse order
 }
 
 ReproFile make_repro(const graph::Graph& g) {
@@ -80,7 +83,10 @@ std::string print_repro(const ReproFile& r) {
   s += fmt::format("kiln-version: {}\ngit: {}\ntoolchain: {}\ndevice: {}\n", r.kiln_version, r.git_hash, r.toolchain, r.device);
   s += fmt::format("backend: {}\n", r.backend);
   if (!r.stage.empty()) s += fmt::format("stage: {}\n", r.stage);
-  for (const auto& [k, v] : r.config) s += fmt::format("config: {}={}\n", k, v);
+  for (const auto& [k, v] : r.config) {
+    repro_settable_option(k);  // a writer records only what a reader accepts
+    s += fmt::format("config: {}={}\n", k, v);
+  }
   if (r.input_seed) s += fmt::format("inputs: seed {}\n", *r.input_seed);
   if (!r.input_dir.empty()) s += fmt::format("inputs: npy {}\n", nlohmann::json(r.input_dir).dump());
   for (const auto& [f, h] : r.input_hashes) s += fmt::format("input-hash: {} {}\n", nlohmann::json(f).dump(), h);
@@ -97,6 +103,16 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
   size_t pos = 0;
   int line_no = 0;
   auto err = [&](const std::string& what) { fail("{}:{}:1: {}", filename, line_no, what); };
+  const std::filesystem::path base_dir = std::filesystem::path(filename).parent_path();
+  // A path in the header, confined to the repro's directory (files.h).
+  auto confined = [&](const std::string& path, std::string_view what) {
+    try {
+      confined_path(base_dir, path, what);
+    } catch (const Error& e) {
+      err(e.what());
+    }
+    return path;
+  };
   auto json_string = [&](const std::string& v) -> std::string {
     try {
       auto j = nlohmann::json::parse(v);
@@ -119,8 +135,9 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
     if (colon == std::string::npos) err("expected 'key: value' or the graph, got '" + line + "'");
     std::string key = line.substr(0, colon), value = line.substr(colon + 2);
     if (key == "kiln-repro") {
-      r.format_version = std::atoi(value.c_str());
-      KILN_CHECK(r.format_version >= 1, "{}:{}:1: invalid repro format version '{}'", filename, line_no, value);
+      std::optional<int> version = parse_number<int>(value);
+      if (!version || *version < 1) err(fmt::format("invalid repro format version '{}' (expected a number such as 1)", value));
+      r.format_version = *version;
       KILN_CHECK(r.format_version <= kReproFormatVersion, "{}:{}:1: this repro file has format version {}, written by a "
                  "newer kiln; this kiln ({}) reads format {} and older: upgrade kiln to run it", filename, line_no,
                  r.format_version, KILN_VERSION, kReproFormatVersion);
@@ -133,17 +150,30 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
     else if (key == "config") {
       size_t eq = value.find('=');
       if (eq == std::string::npos) err("config lines are NAME=VALUE, got '" + value + "'");
+      try {
+        ScopedOption check(repro_settable_option(value.substr(0, eq)), value.substr(eq + 1));  // validates the value
+      } catch (const Error& e) {
+        err(e.what());
+      }
       r.config[value.substr(0, eq)] = value.substr(eq + 1);
     } else if (key == "inputs") {
-      if (value.rfind("seed ", 0) == 0) r.input_seed = std::stoull(value.substr(5));
-      else if (value.rfind("npy ", 0) == 0) r.input_dir = json_string(value.substr(4));
-      else err("inputs are 'seed N' or 'npy \"DIR\"', got '" + value + "'");
+      if (value.rfind("seed ", 0) == 0) {
+        r.input_seed = parse_number<uint64_t>(value.substr(5));
+        if (!r.input_seed) err(fmt::format("the input seed '{}' is not a number from 0 to 2^64-1", value.substr(5)));
+      } else if (value.rfind("npy ", 0) == 0) {
+        r.input_dir = confined(json_string(value.substr(4)), "the input directory");
+      } else {
+        err("inputs are 'seed N' or 'npy \"DIR\"', got '" + value + "'");
+      }
     } else if (key == "input-hash") {
       size_t sp = value.rfind(' ');
       if (sp == std::string::npos) err("input-hash lines are '\"FILE\" HASH'");
-      r.input_hashes[json_string(value.substr(0, sp))] = value.substr(sp + 1);
-    } else if (key == "tolerance") r.tolerance = std::stod(value);
-    else if (key == "failure") r.expected.kind = value;
+      r.input_hashes[confined(json_string(value.substr(0, sp)), "the input file")] = value.substr(sp + 1);
+    } else if (key == "tolerance") {
+      std::optional<double> tol = parse_number<double>(value);
+      if (!tol || !(*tol >= 0) || std::isinf(*tol)) err(fmt::format("the tolerance '{}' is not a number >= 0", value));
+      r.tolerance = *tol;
+    } else if (key == "failure") r.expected.kind = value;
     else if (key == "message") r.expected.message = json_string(value);
     else err("unknown header key '" + key + "'");
   }
@@ -160,13 +190,7 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
   return r;
 }
 
-ReproFile load_repro(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  KILN_CHECK(f.good(), "cannot read repro file {}", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_repro(ss.str(), path);
-}
+ReproFile load_repro(const std::string& path) { return parse_repro(read_input_file(path, "repro file"), path); }
 
 void save_repro(const ReproFile& r, const std::string& path) { write_file_atomic(path, print_repro(r)); }
 

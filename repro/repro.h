@@ -4,9 +4,13 @@
 // hash, toolchain and device, and the expected failure signature. `kiln repro run FILE` re-checks it.
 #pragma once
 #include <map>
+#include <memory>
+#include <vector>
 #include <optional>
 #include <string>
 
+#include "core/files.h"
+#include "core/options.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -29,7 +33,7 @@ struct ReproFile {
   std::string kiln_version, git_hash, toolchain, device;
   std::string backend = "eager";
   std::string stage;                          // the pipeline stage that fails (e.g. "inductor/codegen")
-  std::map<std::string, std::string> config;  // non-default options, by environment variable name
+  std::map<std::string, std::string> config;  // non-default repro-settable options, by environment variable name
   std::optional<uint64_t> input_seed;         // inputs from graph::seeded_inputs(graph, seed)...
   std::string input_dir;                      // ...or .npy files in this directory (relative to the file)
   std::map<std::string, std::string> input_hashes;  // file name -> content hash (fnv1a64 hex)
@@ -45,8 +49,22 @@ ReproFile parse_repro(std::string_view text, const std::string& filename);
 ReproFile load_repro(const std::string& path);
 void save_repro(const ReproFile& r, const std::string& path);  // atomic
 
+// "sha256:<hex>" of a file's content (a regular .npy file within kMaxNpyFileBytes).
 std::string content_hash_of_file(const std::string& path);
-// Writes `contents` to `path` atomically (a temp file in the same directory, then rename).
-void write_file_atomic(const std::string& path, const std::string& contents);
+// Whether the file's content has the recorded hash (sha256:..., or fnv1a64:... from older repros).
+bool content_hash_matches(const std::string& path, const std::string& recorded);
+
+// A repro's configuration applied for the lifetime of the object (every option back to what it was after).
+// Only options marked repro_settable in the options table are applied; parse_repro already refused others.
+class AppliedReproConfig {
+ public:
+  explicit AppliedReproConfig(const ReproFile& r);
+  ~AppliedReproConfig();
+  AppliedReproConfig(const AppliedReproConfig&) = delete;
+  AppliedReproConfig& operator=(const AppliedReproConfig&) = delete;
+
+ private:
+  std::vector<std::unique_ptr<ScopedOption>> applied_;
+};
 
 }  // namespace kiln

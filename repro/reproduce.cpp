@@ -32,11 +32,12 @@ std::vector<Tensor> repro_inputs(const ReproFile& r, const std::string& repro_pa
   if (r.input_seed) return graph::seeded_inputs(r.graph, *r.input_seed);
   KILN_CHECK(!r.input_dir.empty(), "{}: the repro names no inputs (expected 'inputs: seed N' or 'inputs: npy \"DIR\"')",
              repro_path);
-  std::filesystem::path dir = std::filesystem::path(repro_path).parent_path() / r.input_dir;
+  const std::filesystem::path dir = confined_path(std::filesystem::path(repro_path).parent_path(), r.input_dir,
+                                                  repro_path + ": the input directory");
   for (const auto& [file, hash] : r.input_hashes) {
-    std::string got = content_hash_of_file((dir / file).string());
-    KILN_CHECK(got == hash, "{}: input file {} has hash {} but the repro recorded {}; the inputs changed since the "
-               "repro was written", repro_path, (dir / file).string(), got, hash);
+    const std::string path = confined_path(dir, file, repro_path + ": the input file").string();
+    KILN_CHECK(content_hash_matches(path, hash), "{}: input file {} has hash {} but the repro recorded {}; the "
+               "inputs changed since the repro was written", repro_path, path, content_hash_of_file(path), hash);
   }
   return graph::load_inputs(r.graph, dir.string());
 }
@@ -90,12 +91,7 @@ FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& 
 ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double timeout_s) {
   // The recorded configuration applies to this run only; afterwards each option is back to what it was
   // (an override the caller had set included: in-process callers such as the minifier rely on it).
-  std::vector<std::unique_ptr<ScopedOption>> applied;
-  for (const auto& [name, value] : r.config) {
-    auto opt = find_option(name);
-    KILN_CHECK(opt.has_value(), "{}: the repro sets unknown option {} (see `kiln --help-options`)", repro_path, name);
-    applied.push_back(std::make_unique<ScopedOption>(*opt, value));
-  }
+  AppliedReproConfig applied(r);
   ReproOutcome out;
   std::vector<Tensor> inputs = repro_inputs(r, repro_path);
   out.observed = classify_run(r.graph, inputs, r.backend, r.tolerance, timeout_s);

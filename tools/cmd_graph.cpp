@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "api/backends.h"
+#include "core/files.h"
 #include "core/npy.h"
 #include "core/options.h"
 #include "eager/philox.h"
@@ -39,9 +40,12 @@ int run_verify(const std::string& file) {
 }
 
 int run_fmt(const std::string& file, bool in_place) {
-  graph::Graph g = graph::load_graph(file);
-  if (in_place) graph::save_graph(g, file);
-  else fmt::print("{}", graph::print_graph(g));
+  const std::string text = read_input_file(file, "graph file");
+  graph::Graph g = graph::parse_graph(text, file);
+  // Comments stay where they were (before their statement, or at the end of its line).
+  const std::string formatted = graph::print_graph_keeping_comments(g, text, file);
+  if (in_place) write_file_atomic(file, formatted);  // keeps the file's mode; through a symlink, its target
+  else fmt::print("{}", formatted);
   return 0;
 }
 
@@ -81,7 +85,11 @@ int run_run(const RunArgs& a) {
   graph::verify_graph(g, a.file);
   uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
   std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
-  if (!a.dump_dir.empty()) graph::save_inputs(g, inputs, a.dump_dir);
+  std::optional<OutputLock> dump_lock;  // two runs dumping into one directory fail rather than mix their files
+  if (!a.dump_dir.empty()) {
+    dump_lock.emplace(a.dump_dir);
+    graph::save_inputs(g, inputs, a.dump_dir);
+  }
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
   std::vector<Tensor> outputs = backend(g, clones(inputs));
@@ -90,7 +98,7 @@ int run_run(const RunArgs& a) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
     if (!a.dump_dir.empty())
-      write_npy((std::filesystem::path(a.dump_dir) / fmt::format("output_{}.npy", i)).string(), outputs[i]);
+      write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
   if (!a.check) return 0;
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/files.h"
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
@@ -35,25 +36,16 @@ struct MinifyArgs {
 };
 
 int run_minify(const MinifyArgs& a) {
-  std::ifstream f(a.file, std::ios::binary);
-  KILN_CHECK(f.good(), "cannot read {}: no such file (expected a .kir graph or a repro file)", a.file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_input_file(a.file, "graph or repro file");
   minify::MinifyOptions o;
   graph::Graph g;
   std::vector<Tensor> inputs;
   std::string backend = a.backend;
   std::string input_desc;
-  std::vector<ScopedOption*> applied;
-  std::vector<std::unique_ptr<ScopedOption>> scoped;
+  std::unique_ptr<AppliedReproConfig> applied;
   if (text.find("\nkiln-repro:") != std::string::npos || text.rfind("kiln-repro:", 0) == 0) {
     ReproFile r = parse_repro(text, a.file);
-    for (const auto& [k, v] : r.config) {
-      auto opt = find_option(k);
-      KILN_CHECK(opt.has_value(), "{}: the repro sets unknown option {} (see `kiln --help-options`)", a.file, k);
-      scoped.push_back(std::make_unique<ScopedOption>(*opt, v));
-    }
+    applied = std::make_unique<AppliedReproConfig>(r);
     g = r.graph;
     if (backend.empty()) backend = r.backend;
     inputs = a.inputs_dir.empty() ? repro_inputs(r, a.file) : graph::load_inputs(g, a.inputs_dir);

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 
+#include "core/files.h"
 #include "eager/loops.h"
 
 namespace kiln {
@@ -201,12 +202,10 @@ NpyHeader parse_header(std::string_view text, const std::string& path, std::opti
   KILN_CHECK(s.size() >= 3 && (s[0] == '<' || s[0] == '>' || s[0] == '|' || s[0] == '='),
              "read_npy: {}: unsupported dtype '{}' (kiln reads bool, u8, i8, i16, i32, i64, f16, f32, f64, and "
              "'<u2' as bf16 bits)", path, s);
-  int size = 0;
-  try {
-    size = std::stoi(s.substr(2));
-  } catch (const std::exception&) {
-    fail("read_npy: {}: unsupported dtype '{}'", path, s);
-  }
+  std::optional<int> parsed_size = parse_number<int>(std::string_view(s).substr(2));
+  KILN_CHECK(parsed_size.has_value(), "read_npy: {}: unsupported dtype '{}' (kiln reads bool, u8, i8, i16, i32, i64, "
+             "f16, f32, f64, and '<u2' as bf16 bits)", path, s);
+  const int size = *parsed_size;
   KILN_CHECK(s[0] != '>' || size == 1, "read_npy: {}: big-endian data ('{}') is not supported; convert it with "
              "arr.astype(arr.dtype.newbyteorder('<'))", path, s);
   if (s[1] == 'u' && size == 2) {
@@ -234,35 +233,42 @@ std::string header_text(const Tensor& t) {
   return fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.dtype()), shape);
 }
 
-// A name for the temporary file next to `path` that is unique within this process and across processes.
-std::string temp_path_for(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.tmp.{}.{}", path, ::getpid(), counter++);
-}
-
 }  // namespace
 
 Tensor read_npy(const std::string& path, std::optional<DType> as) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in.is_open(), "read_npy: cannot open {}", path);
+  InputFile in(path, ".npy file", kMaxNpyFileBytes);
   std::array<unsigned char, 8> pre{};
-  in.read(reinterpret_cast<char*>(pre.data()), 8);
-  KILN_CHECK(in.gcount() == 8 && std::memcmp(pre.data(), kMagic, kMagicLen) == 0,
+  KILN_CHECK(in.read(pre.data(), 8) == 8 && std::memcmp(pre.data(), kMagic, kMagicLen) == 0,
              "read_npy: {}: not a .npy file (bad magic; expected \\x93NUMPY)", path);
   int major = pre[6];
   KILN_CHECK(major >= 1 && major <= 3, "read_npy: {}: unsupported .npy format version {}.{} (kiln reads 1.0, 2.0 "
              "and 3.0)", path, major, int(pre[7]));
   int len_bytes = major == 1 ? 2 : 4;
   std::array<unsigned char, 4> len_buf{};
-  in.read(reinterpret_cast<char*>(len_buf.data()), len_bytes);
-  KILN_CHECK(in.gcount() == len_bytes, "read_npy: {}: truncated header", path);
+  KILN_CHECK(in.read(len_buf.data(), len_bytes) == len_bytes, "read_npy: {}: truncated header", path);
   uint32_t header_len = read_le(len_buf.data(), len_bytes);
+  const int64_t preamble = 8 + len_bytes;
+  KILN_CHECK(int64_t(header_len) <= in.size() - preamble, "read_npy: {}: truncated header ({} of {} bytes)", path,
+             in.size() - preamble, header_len);
   std::string text(header_len, '\0');
   in.read(text.data(), header_len);
-  KILN_CHECK(in.gcount() == std::streamsize(header_len), "read_npy: {}: truncated header ({} of {} bytes)", path,
-             in.gcount(), header_len);
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\0')) text.pop_back();
   NpyHeader h = parse_header(text, path, as);
+
+  // The data must be exactly what the shape needs; checked against the file's size before allocating, so a
+  // small file that claims a huge shape is an error rather than an allocation failure.
+  int64_t numel = 1;
+  for (int64_t d : h.shape)
+    KILN_CHECK(!__builtin_mul_overflow(numel, d, &numel), "read_npy: {}: the shape {} has too many elements", path,
+               shape_str(h.shape));
+  int64_t bytes = 0;
+  KILN_CHECK(!__builtin_mul_overflow(numel, int64_t(dtype_size(h.dtype)), &bytes), "read_npy: {}: the shape {} has "
+             "too many elements", path, shape_str(h.shape));
+  const int64_t have = in.size() - preamble - int64_t(header_len);
+  KILN_CHECK(have >= bytes, "read_npy: {}: truncated data: shape {} of {} needs {} bytes but the file has {}", path,
+             shape_str(h.shape), dtype_name(h.dtype), bytes, have);
+  KILN_CHECK(have == bytes, "read_npy: {}: size mismatch: the file has more data than shape {} of {} needs ({} "
+             "bytes)", path, shape_str(h.shape), dtype_name(h.dtype), bytes);
 
   // Fortran order: the data is the row-major layout of the reversed shape, i.e. column-major strides.
   Tensor file_layout;
@@ -277,13 +283,9 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   } else {
     file_layout = Tensor::empty(h.shape, h.dtype);
   }
-  int64_t bytes = file_layout.numel() * dtype_size(h.dtype);
-  if (bytes > 0) in.read(static_cast<char*>(file_layout.data_ptr()), bytes);
-  int64_t got = bytes > 0 ? int64_t(in.gcount()) : 0;
+  int64_t got = bytes > 0 ? in.read(file_layout.data_ptr(), bytes) : 0;
   KILN_CHECK(got == bytes, "read_npy: {}: truncated data: shape {} of {} needs {} bytes but the file has {}", path,
              shape_str(h.shape), dtype_name(h.dtype), bytes, got);
-  KILN_CHECK(in.peek() == std::char_traits<char>::eof(), "read_npy: {}: size mismatch: the file has more data than "
-             "shape {} of {} needs ({} bytes)", path, shape_str(h.shape), dtype_name(h.dtype), bytes);
   if (h.dtype == DType::Bool) {  // normalise to 0/1 so every byte is a valid bool
     auto* p = static_cast<unsigned char*>(file_layout.data_ptr());
     for (int64_t i = 0; i < file_layout.numel(); ++i) p[i] = p[i] != 0;
@@ -308,30 +310,18 @@ void write_npy(const std::string& path, const Tensor& t) {
     padded = pad_header(len_bytes);
   }
 
-  std::string tmp = temp_path_for(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(out.is_open(), "write_npy: cannot create {} (for {})", tmp, path);
-    out.write(kMagic, kMagicLen);
+  write_file_atomic(path, [&](const ChunkWriter& write) {
+    write(kMagic, kMagicLen);
     char version[2] = {char(len_bytes == 2 ? 1 : 2), 0};
-    out.write(version, 2);
+    write(version, 2);
     uint32_t n = uint32_t(padded.size());
-    for (size_t i = 0; i < len_bytes; ++i) out.put(char((n >> (8 * i)) & 0xff));
-    out.write(padded.data(), std::streamsize(padded.size()));
+    char len[4];
+    for (size_t i = 0; i < len_bytes; ++i) len[i] = char((n >> (8 * i)) & 0xff);
+    write(len, len_bytes);
+    write(padded.data(), padded.size());
     int64_t bytes = data.numel() * dtype_size(data.dtype());
-    if (bytes > 0) out.write(static_cast<const char*>(data.data_ptr()), bytes);
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail("write_npy: writing {} failed (disk full or I/O error)", tmp);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    fail("write_npy: cannot rename {} to {}: {}", tmp, path, ec.message());
-  }
+    if (bytes > 0) write(data.data_ptr(), size_t(bytes));
+  });
 }
 
 }  // namespace kiln

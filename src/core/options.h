@@ -47,15 +47,25 @@ struct OptionSpec {
   std::string_view default_value;  // as it would be written in the environment
   std::string_view choices;        // Choice: the allowed words, comma-separated ("" is always allowed)
   std::string_view help;
+  // Whether a repro file's `config:` lines may set it (docs/repro-format.md): only options that change what
+  // is computed (bug injection, bisection, numerics). Never paths, caches, or anything that loads code or
+  // writes files: a repro is untrusted input that users are asked to "just run".
+  bool repro_settable = false;
   int64_t min = 0, max = INT64_MAX;  // Int, Bytes: the valid values, inclusive
   std::string_view entry_form;       // List: what an entry looks like, for messages ("stage:subsystem=N")
   EntryCheck check_entry = nullptr;  // List: validates each entry (null: any word)
 };
 
+inline constexpr bool kReproSettable = true;  // a row's field after `help`: a repro may set this option
+inline constexpr bool kNotReproSettable = false;
+
 const std::vector<OptionSpec>& option_table();
 const OptionSpec& option_spec(Opt id);
 std::optional<Opt> find_option(std::string_view env_name);
 std::string_view opt_type_name(OptType t);
+// The option named `env_name` if a repro file may set it; a kiln::Error otherwise, saying why (unknown, or not
+// settable by a repro, listing those that are).
+Opt repro_settable_option(std::string_view env_name);
 
 // Typed getters: the override if one is set, else the environment as read at first use, else the default.
 // A malformed environment value is a kiln::Error naming the variable and what would be valid.

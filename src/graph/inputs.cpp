@@ -2,8 +2,10 @@
 // from how the graph uses them, so a seeded run of a graph with cross_entropy or embedding is valid.
 #include "graph/inputs.h"
 
+#include <algorithm>
 #include <filesystem>
 
+#include "core/files.h"
 #include "core/npy.h"
 #include "eager/philox.h"
 #include "ops/api.h"
@@ -64,7 +66,22 @@ int64_t index_bound(const Graph& g, ValueId id) {
   return bound;
 }
 
+// output_<digits>: the files outputs are dumped to.
+bool is_reserved_stem(std::string_view s) {
+  constexpr std::string_view kOutput = "output_";
+  if (!s.starts_with(kOutput) || s.size() == kOutput.size()) return false;
+  return std::all_of(s.begin() + kOutput.size(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+std::string input_file_name(std::string_view name) {
+  // A reserved stem starts with 'o': escaping it keeps the encoding injective (a literal '%' is always escaped).
+  if (is_reserved_stem(name)) return "%6F" + safe_file_stem(name.substr(1)) + ".npy";
+  return safe_file_stem(name) + ".npy";
+}
+
+std::string output_file_name(size_t k) { return fmt::format("output_{}.npy", k); }
 
 std::vector<Tensor> seeded_inputs(const Graph& g, uint64_t seed) {
   GeneratorState saved = default_generator();
@@ -98,9 +115,10 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
   std::vector<Tensor> out;
   for (ValueId id : g.inputs()) {
     const ValueInfo& v = g.value(id);
-    std::string path = (std::filesystem::path(dir) / (v.name + ".npy")).string();
+    const std::string file = input_file_name(v.name);
+    std::string path = confined_path(dir, file, fmt::format("inputs: the file of %{}", v.name)).string();
     KILN_CHECK(std::filesystem::exists(path), "inputs: {} is missing (one .npy per graph input, named after it: "
-               "%{} -> {}.npy)", path, v.name, v.name);
+               "%{} -> {}; docs/cli.md, File names)", path, v.name, file);
     Tensor t = read_npy(path, v.meta.dtype == DType::BF16 ? std::optional<DType>(DType::BF16) : std::nullopt);
     KILN_CHECK(t.dtype() == v.meta.dtype && t.sizes() == v.meta.sizes, "inputs: {} holds {} but the graph's %{} is {}{}",
                path, t.str(), v.name, dtype_name(v.meta.dtype), shape_str(v.meta.sizes));
@@ -113,9 +131,9 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
 void save_inputs(const Graph& g, const std::vector<Tensor>& inputs, const std::string& dir) {
   KILN_CHECK(inputs.size() == g.inputs().size(), "save_inputs: {} tensors for {} graph inputs", inputs.size(),
              g.inputs().size());
-  std::filesystem::create_directories(dir);
+  create_output_directory(dir);
   for (size_t i = 0; i < inputs.size(); ++i)
-    write_npy((std::filesystem::path(dir) / (g.value(g.inputs()[i]).name + ".npy")).string(), inputs[i]);
+    write_npy(confined_path(dir, input_file_name(g.value(g.inputs()[i]).name), "a dumped input").string(), inputs[i]);
 }
 
 }  // namespace kiln::graph

@@ -2,6 +2,7 @@
 // set is fully described by (graph, seed), which is what repro files record when inputs are not stored.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -14,7 +15,16 @@ namespace kiln::graph {
 // size; otherwise [0, 10)); bool inputs fair coins. Inputs marked `grad` get requires_grad.
 std::vector<Tensor> seeded_inputs(const Graph& g, uint64_t seed);
 
-// One .npy per graph input, named after the input (%x -> DIR/x.npy); dtypes and shapes must match the graph.
+// The one mapping from value names to file names in a directory of tensors (`kiln run --inputs/--dump`, a
+// repro's inputs, the minifier's OUT.inputs/, emitted programs): safe_file_stem (core/files.h) plus ".npy", and
+// the first byte of a name that would take a reserved file name (output_<k>, the dumped outputs) escaped.
+// Injective, and never a path: %x -> x.npy, %h.1 -> h.1.npy,
+// %"../../x" -> %2E.%2F..%2Fx.npy, %"/abs/x" -> %2Fabs%2Fx.npy, %output_0 -> %6Futput_0.npy.
+std::string input_file_name(std::string_view value_name);
+// The file output k is dumped to (`kiln run --dump`): output_<k>.npy, which no input's file name can be.
+std::string output_file_name(size_t k);
+
+// One .npy per graph input, named by input_file_name (%x -> DIR/x.npy); dtypes and shapes must match the graph.
 std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir);
 void save_inputs(const Graph& g, const std::vector<Tensor>& inputs, const std::string& dir);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 #include <unordered_set>
 
+#include "core/files.h"
+#include "core/hash.h"
 #include "core/npy.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
@@ -51,56 +54,10 @@ std::string meta_problem(const TensorMeta& m) {
   return "";
 }
 
-// ---------------------------------------------------------------- SHA-256 (content hash of .npy constants)
-
-std::string sha256_hex(const unsigned char* data, size_t n) {
-  static constexpr uint32_t k[64] = {
-      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
-      0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-      0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
-      0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-      0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-      0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-      0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-      0xc67178f2};
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  auto rotr = [](uint32_t x, int r) { return (x >> r) | (x << (32 - r)); };
-  auto block = [&](const unsigned char* p) {
-    uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 | p[4 * i + 3];
-    for (int i = 16; i < 64; ++i) {
-      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
-    for (int i = 0; i < 64; ++i) {
-      uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
-  };
-  size_t full = n / 64 * 64;
-  for (size_t i = 0; i < full; i += 64) block(data + i);
-  std::array<unsigned char, 128> tail{};
-  size_t rest = n - full;
-  if (rest) std::memcpy(tail.data(), data + full, rest);
-  tail[rest] = 0x80;
-  size_t tail_len = rest + 1 + 8 <= 64 ? 64 : 128;
-  uint64_t bits = uint64_t(n) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = (unsigned char)(bits >> (8 * i));
-  for (size_t i = 0; i < tail_len; i += 64) block(tail.data() + i);
-  std::string hex;
-  for (uint32_t v : h) hex += fmt::format("{:08x}", v);
-  return hex;
-}
-
 // The hash recorded for a constant: SHA-256 of its elements in row-major order (numpy: arr.tobytes()).
 std::string tensor_sha256(const Tensor& t) {
   Tensor c = t.is_contiguous() ? t : contiguous(t);
-  return sha256_hex(static_cast<const unsigned char*>(c.data_ptr()), size_t(c.numel() * dtype_size(c.dtype())));
+  return sha256_hex(c.data_ptr(), size_t(c.numel() * dtype_size(c.dtype())));
 }
 
 // ---------------------------------------------------------------- printing
@@ -411,6 +368,13 @@ std::string describe(const Token& t) {
 class Lexer {
  public:
   Lexer(std::string_view src, const std::string& file) : src_(src), file_(file) {}
+  // A comment the lexer skipped: its line, whether code precedes it on that line, and its text from '#'.
+  struct Comment {
+    int line;
+    bool trailing;
+    std::string text;
+  };
+  const std::vector<Comment>& comments() const { return comments_; }
 
   [[noreturn]] void fail(int line, int col, const std::string& msg) const {
     throw Error(fmt::format("{}:{}:{}: {}", file_, line, col, msg));
@@ -421,6 +385,7 @@ class Lexer {
     Token t;
     t.line = line_;
     t.col = col_;
+    last_token_line_ = line_;
     if (done()) return t;
     char c = cur();
     if (is_ident_start(c)) {
@@ -479,7 +444,16 @@ class Lexer {
     while (!done()) {
       char c = cur();
       if (c == ' ' || c == '\t' || c == '\r' || c == '\n') take();
-      else if (c == '#') while (!done() && cur() != '\n') take();
+      else if (c == '#') {
+        Comment comment{line_, line_ == last_token_line_, ""};
+        size_t start = pos_;
+        while (!done() && cur() != '\n') take();
+        comment.text = std::string(src_.substr(start, pos_ - start));
+        while (!comment.text.empty() && (comment.text.back() == ' ' || comment.text.back() == '\t' ||
+                                         comment.text.back() == '\r'))
+          comment.text.pop_back();
+        comments_.push_back(std::move(comment));
+      }
       else break;
     }
   }
@@ -558,6 +532,8 @@ class Lexer {
   const std::string& file_;
   size_t pos_ = 0;
   int line_ = 1, col_ = 1;
+  int last_token_line_ = 0;
+  std::vector<Comment> comments_;
   std::deque<std::string> strings_;  // unescaped strings that tokens view (a deque keeps them in place)
 };
 
@@ -929,12 +905,16 @@ class Parser {
     expect('=', "after sha256");
     Token hash = take();
     if (hash.kind != Tok::String) unexpected(hash, "the SHA-256 of the constant's elements as a hex string");
-    std::filesystem::path path(file.text);
-    if (path.is_relative()) path = std::filesystem::path(file_).parent_path() / path;
+    std::filesystem::path path;
+    try {
+      path = confined_path(std::filesystem::path(file_).parent_path(), file.text, "the constant file");
+    } catch (const Error& e) {
+      fail_at(file, e.what());
+    }
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
       fail_at(file, fmt::format("constant file {} does not exist or is not a regular file; it must lie beside the "
-                                ".kir (relative paths are resolved against the .kir's directory)", path.string()));
+                                ".kir (paths are relative to the .kir's directory)", path.string()));
     Tensor t;
     try {
       t = read_npy(path.string(), m.dtype);
@@ -1273,32 +1253,66 @@ Graph parse_graph(std::string_view text, const std::string& filename) {
   }
 }
 
-Graph load_graph(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_CHECK(in, "{}: cannot open the file ({}); check the path", path, std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  KILN_CHECK(!in.bad(), "{}: reading the file failed; check that it is a readable file", path);
-  return parse_graph(ss.str(), path);
+std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename) {
+  // Where the comments go: the lines of the source's `graph`, last `return` and last '}' tokens, and each node's.
+  Lexer lexer(source, filename);
+  int graph_line = 0, return_line = INT_MAX, close_line = INT_MAX;
+  for (Token t = lexer.next(); t.kind != Tok::End; t = lexer.next()) {
+    if (t.kind == Tok::Ident && t.text == "graph" && graph_line == 0) graph_line = t.line;
+    if (t.kind == Tok::Ident && t.text == "return") return_line = t.line;
+    if (t.kind == Tok::Punct && t.text == "}") close_line = t.line;
+  }
+  const std::vector<Node>& nodes = g.nodes();
+  // Slots: 0 = before the graph, 1 = after the header, 2 + i = node i, 2 + n = return, 3 + n = after the '}'.
+  const size_t n = nodes.size();
+  std::vector<std::vector<std::string>> before(n + 4);
+  std::vector<std::string> trailing(n + 4);
+  for (const auto& c : lexer.comments()) {
+    size_t slot;
+    if (c.trailing) {
+      slot = 1;
+      for (size_t i = 0; i < n; ++i)
+        if (nodes[i].loc.line <= c.line) slot = 2 + i;
+      if (c.line >= return_line) slot = 2 + n;
+      if (c.line >= close_line && close_line != return_line) slot = 3 + n;
+      trailing[slot] += (trailing[slot].empty() ? "  " : " ") + c.text;
+      continue;
+    }
+    slot = c.line < graph_line ? 0 : 2 + n;
+    if (slot != 0) {
+      for (size_t i = n; i-- > 0;)
+        if (nodes[i].loc.line > c.line) slot = 2 + i;
+      if (slot == 2 + n && c.line > close_line) slot = 3 + n;
+    }
+    before[slot].push_back(c.text);
+  }
+  // The printed form: the header up to ") {", one line per node, the return line, "}".
+  const std::string printed = print_graph(g);
+  const size_t header_end = printed.find(") {\n") + 3;
+  std::vector<std::string> lines{printed.substr(0, header_end)};
+  for (size_t pos = header_end + 1; pos < printed.size();) {
+    size_t nl = printed.find('\n', pos);
+    lines.push_back(printed.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  // lines: header, n nodes, return, "}".
+  std::string out;
+  auto own_lines = [&](size_t slot, std::string_view indent) {
+    for (const std::string& c : before[slot]) out += fmt::format("{}{}\n", indent, c);
+  };
+  own_lines(0, "");
+  for (size_t slot = 1; slot < n + 4 && slot - 1 < lines.size(); ++slot) {
+    if (slot >= 2 && slot <= n + 2) own_lines(slot, "  ");
+    out += lines[slot - 1] + trailing[slot] + "\n";
+  }
+  own_lines(n + 3, "");
+  return out;
 }
 
+Graph load_graph(const std::string& path) { return parse_graph(read_input_file(path, "graph file"), path); }
+
 void save_graph(const Graph& g, const std::string& path, const PrintOptions& opts) {
-  std::string text = print_graph(g, opts);
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(out, "{}: cannot write the file ({}); check that the directory exists and is writable", tmp,
-               std::strerror(errno));
-    out << text;
-    out.flush();
-    KILN_CHECK(out, "{}: writing failed ({}); check the free disk space", tmp, std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    fail("{}: cannot replace the file ({}); check the permissions", path, ec.message());
-  }
+  write_file_atomic(path, print_graph(g, opts));
 }
 
 void verify_graph(const Graph& g, const std::string& filename) {

@@ -22,8 +22,12 @@ std::string print_graph(const Graph& g, const PrintOptions& opts = {});
 // verifier's node check (argument binding and shape inference, once per node) as it is read, and written result
 // types must match it, so the returned graph passes verify_graph without verifying it again.
 Graph parse_graph(std::string_view text, const std::string& filename = "<input>");
-Graph load_graph(const std::string& path);  // reads and parses a file
-// Writes atomically (temp file + rename).
+Graph load_graph(const std::string& path);  // reads and parses a file (a regular file within kMaxTextFileBytes)
+// `g` (parsed from `source`, unchanged since) in canonical form with the source's comments kept: a comment on a
+// line of its own stays before the statement that follows it, one after code stays at the end of that
+// statement's line (`kiln fmt`). Idempotent.
+std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename);
+// Writes atomically (core/files.h: write_file_atomic).
 void save_graph(const Graph& g, const std::string& path, const PrintOptions& opts = {});
 
 // Re-infers every node's output metas from the op table and checks them against the recorded ones, plus

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "core/files.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
@@ -49,9 +50,8 @@ namespace {
 namespace fs = std::filesystem;
 
 void dump(const fs::path& dir, const std::string& file, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  std::ofstream(dir / file) << text;
+  create_output_directory(dir.string());
+  write_file_atomic((dir / file).string(), text);
 }
 
 // A tensor over `storage` with the given view (offset in elements).
@@ -256,7 +256,7 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   auto impl = std::make_unique<CompiledGraph::Impl>();
   const InjectSpec inject = InjectSpec::from_options();
   const std::string debug_dir = opt_string(Opt::DebugDir);
-  const fs::path dump_dir = debug_dir.empty() ? fs::path() : fs::path(debug_dir) / "inductor" / g.name;
+  const fs::path dump_dir = debug_dir.empty() ? fs::path() : fs::path(debug_dir) / "inductor" / safe_file_stem(g.name);
   if (!debug_dir.empty()) dump(dump_dir, "00_graph.kir", graph::print_graph(g));
 
   // 1. decompositions and cleanup

@@ -20,6 +20,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,8 +31,11 @@
 #include <fstream>
 #include <mutex>
 #include <unordered_map>
+#include <variant>
 
 #include "core/error.h"
+#include "core/files.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "runtime/helpers.h"
@@ -41,12 +45,6 @@ namespace kiln::runtime {
 namespace fs = std::filesystem;
 
 namespace {
-
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 template <class T>
 T unwrap(llvm::Expected<T> v, const char* what) {
@@ -67,25 +65,124 @@ fs::path cache_directory() {
   return fs::path(dir) / fmt::format("kernels-v{}", kCodegenVersion);
 }
 
-// Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used objects.
+// A disk cache entry is two files named by the SHA-256 of the kernel's full key material: KEY.o, the object
+// file, and KEY.meta, written after it, which records the object's SHA-256 and size and the key material itself:
+//
+//   kiln-kernel-cache-entry 1
+//   object-sha256 <64 hex digits>
+//   object-bytes <n>
+//   key-bytes <n>
+//   <the key material>
+//
+// An entry is used only when both files exist, the key material is the one looked up (no collision) and the
+// object has the recorded size and hash; anything else is discarded (with the reason on KILN_LOGS=cache) and
+// rebuilt. Only files named this way whose .meta starts with the first line are kiln's, and only they are evicted.
+constexpr std::string_view kEntryMagic = "kiln-kernel-cache-entry 1\n";
+constexpr int64_t kMaxEntryBytes = int64_t(256) << 20;
+
+bool is_entry_stem(const std::string& stem) {
+  return stem.size() == 64 && std::all_of(stem.begin(), stem.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string entry_meta(const std::string& key_material, const std::string& object) {
+  return fmt::format("{}object-sha256 {}\nobject-bytes {}\nkey-bytes {}\n{}", kEntryMagic, sha256_hex(object),
+                     object.size(), key_material.size(), key_material);
+}
+
+// The object of a cache entry, or why the entry cannot be used.
+std::variant<std::string, std::string> read_entry(const fs::path& object_file, const fs::path& meta_file,
+                                                  const std::string& key_material) {
+  using Result = std::variant<std::string, std::string>;
+  auto bad = [](std::string why) { return Result(std::in_place_index<1>, std::move(why)); };
+  std::string meta, object;
+  try {
+    meta = read_input_file(meta_file.string(), "kernel cache entry", kMaxEntryBytes);
+    object = read_input_file(object_file.string(), "kernel cache entry", kMaxEntryBytes);
+  } catch (const Error& e) {
+    return bad(e.what());
+  }
+  if (!meta.starts_with(kEntryMagic)) return bad("its .meta file is not a kiln cache entry");
+  std::string_view rest = std::string_view(meta).substr(kEntryMagic.size());
+  auto field = [&](std::string_view name) -> std::string_view {
+    if (!rest.starts_with(name) || rest.size() <= name.size() || rest[name.size()] != ' ') return {};
+    size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos) return {};
+    std::string_view value = rest.substr(name.size() + 1, nl - name.size() - 1);
+    rest.remove_prefix(nl + 1);
+    return value;
+  };
+  std::string_view hash = field("object-sha256");
+  std::optional<uint64_t> object_bytes = parse_number<uint64_t>(field("object-bytes"));
+  std::optional<uint64_t> key_bytes = parse_number<uint64_t>(field("key-bytes"));
+  if (hash.size() != 64 || !object_bytes || !key_bytes || *key_bytes != rest.size())
+    return bad("its .meta file is malformed");
+  if (rest != key_material) return bad("it was written for other key material (a hash collision or a stray file)");
+  if (*object_bytes != object.size())
+    return bad(fmt::format("its object has {} bytes, not the {} recorded (truncated or partly written)", object.size(),
+                           *object_bytes));
+  if (sha256_hex(object) != hash) return bad("its object's SHA-256 differs from the one recorded (corrupted)");
+  return Result(std::in_place_index<0>, std::move(object));
+}
+
+void discard_entry(const fs::path& object_file, const fs::path& meta_file, const std::string& why) {
+  std::error_code ec;
+  fs::remove(meta_file, ec);
+  fs::remove(object_file, ec);
+  KILN_LOG(LogChannel::Cache, "discarding the cache entry {}: {}; rebuilding it", object_file.string(), why);
+}
+
+// A temporary file of write_file_atomic (".KEY.o.kiln-tmp.PID.N") for an entry, whose writer no longer runs.
+bool is_abandoned_temp_file(const fs::path& p) {
+  const std::string name = p.filename().string();
+  const size_t tmp = name.find(".kiln-tmp.");
+  if (name.empty() || name[0] != '.' || tmp == std::string::npos) return false;
+  const fs::path entry = name.substr(1, tmp - 1);
+  if (!is_entry_stem(entry.stem().string()) || (entry.extension() != ".o" && entry.extension() != ".meta")) return false;
+  const std::string rest = name.substr(tmp + 10);
+  std::optional<int> pid = parse_number<int>(std::string_view(rest).substr(0, rest.find('.')));
+  return pid && *pid > 0 && ::kill(*pid, 0) != 0 && errno == ESRCH;
+}
+
+// Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used entries. Only kiln's
+// own entries count and are deleted (see read_entry): other files in the directory are left alone.
 void evict(const fs::path& dir) {
   const int64_t limit = opt_int(Opt::CacheSizeLimit);
-  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  struct Entry {
+    fs::file_time_type time;
+    fs::path object, meta;
+    int64_t bytes;
+    bool operator<(const Entry& o) const { return time < o.time; }
+  };
+  std::vector<Entry> entries;
   int64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec) || e.path().extension() != ".o") continue;
-    total += int64_t(e.file_size(ec));
-    files.emplace_back(e.last_write_time(ec), e.path());
+    if (is_abandoned_temp_file(e.path())) {
+      fs::remove(e.path(), ec);
+      KILN_LOG(LogChannel::Cache, "removed {}, left by a writer that is gone", e.path().string());
+      continue;
+    }
+    const fs::path meta = e.path();
+    if (meta.extension() != ".meta" || !is_entry_stem(meta.stem().string()) || !e.is_regular_file(ec)) continue;
+    char head[kEntryMagic.size()];
+    std::ifstream in(meta, std::ios::binary);
+    if (!in.read(head, sizeof head) || std::string_view(head, sizeof head) != kEntryMagic) continue;
+    fs::path object = fs::path(meta).replace_extension(".o");
+    int64_t bytes = int64_t(e.file_size(ec)) + int64_t(fs::file_size(object, ec));
+    if (ec) bytes = int64_t(e.file_size(ec));
+    total += bytes;
+    entries.push_back({e.last_write_time(ec), object, meta, bytes});
   }
   if (total <= limit) return;
-  std::sort(files.begin(), files.end());
-  for (const auto& [time, path] : files) {
+  std::sort(entries.begin(), entries.end());
+  for (const Entry& e : entries) {
     if (total <= limit) break;
-    int64_t size = int64_t(fs::file_size(path, ec));
-    if (fs::remove(path, ec)) {
-      total -= size;
-      KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", path.string(), size, limit);
+    fs::remove(e.object, ec);
+    if (fs::remove(e.meta, ec)) {
+      total -= e.bytes;
+      KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", e.object.string(), e.bytes, limit);
     }
   }
 }
@@ -124,7 +221,7 @@ struct KernelJit::Impl {
   std::mutex mutex;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> tm;
-  std::unordered_map<uint64_t, KernelFn> memory;
+  std::unordered_map<std::string, KernelFn> memory;  // by key (SHA-256 hex)
   JitStats stats;
   std::string target;
   int64_t dylibs = 0;
@@ -309,9 +406,9 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
                         const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {
   Impl& im = *impl_;
   std::lock_guard lock(im.mutex);
-  const uint64_t key = fnv1a64(fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion));
-  const std::string hex = fmt::format("{:016x}", key);
-  const std::string symbol = fmt::format("{}_{}", symbol_prefix, hex);
+  const std::string key_material = fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion);
+  const std::string key = sha256_hex(key_material);
+  const std::string symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
   // A cache hit still shows its LLVM IR when asked (KILN_LOGS=output_code, KILN_DEBUG_DIR): rebuilt, not compiled.
   auto print_ir = [&](llvm::Module& m) {
     ir_out->clear();
@@ -333,19 +430,24 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
     return it->second;
   }
   const fs::path dir = cache_directory();
-  const fs::path file = dir / (symbol + ".o");
+  const fs::path file = dir / (key + ".o"), meta_file = dir / (key + ".meta");
   std::error_code ec;
-  if (fs::exists(file, ec)) {
-    std::ifstream in(file, std::ios::binary);
-    std::string object((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.good() || in.eof()) {
-      KernelFn fn = im.load(object, symbol);
-      fs::last_write_time(file, fs::file_time_type::clock::now(), ec);  // least recently used order
-      KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
-      ++im.stats.disk_hits;
-      im.memory[key] = fn;
-      show_cached_ir();
-      return fn;
+  if (fs::exists(meta_file, ec) || fs::exists(file, ec)) {
+    auto entry = read_entry(file, meta_file, key_material);
+    if (entry.index() == 0) {
+      try {
+        KernelFn fn = im.load(std::get<0>(entry), symbol);
+        fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
+        KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
+        ++im.stats.disk_hits;
+        im.memory[key] = fn;
+        show_cached_ir();
+        return fn;
+      } catch (const CompileError& e) {
+        discard_entry(file, meta_file, fmt::format("linking it failed: {}", e.what()));
+      }
+    } else {
+      discard_entry(file, meta_file, std::get<1>(entry));
     }
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -383,20 +485,16 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   im.stats.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   ++im.stats.compiles;
   im.memory[key] = fn;
-  // The disk cache: best effort (an unwritable directory only costs the next process a compile).
-  fs::create_directories(dir, ec);
-  if (!ec) {
-    fs::path tmp = dir / fmt::format(".{}.{}.tmp", symbol, ::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary);
-      out.write(object.data(), std::streamsize(object.size()));
-    }
-    fs::rename(tmp, file, ec);
-    if (ec) fs::remove(tmp, ec);
+  // The disk cache: best effort (an unwritable directory only costs the next process a compile). The object
+  // first, then the .meta that makes it an entry; each written atomically (files.h).
+  try {
+    create_output_directory(dir.string());
+    write_file_atomic(file.string(), object);
+    write_file_atomic(meta_file.string(), entry_meta(key_material, object));
     KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
     evict(dir);
-  } else {
-    KILN_LOG(LogChannel::Cache, "cannot create the cache directory {}: {}", dir.string(), ec.message());
+  } catch (const Error& e) {
+    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", symbol, e.what());
   }
   return fn;
 }

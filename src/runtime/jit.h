@@ -1,7 +1,9 @@
 // The CPU JIT: one process-wide LLVM ORC LLJIT for the host CPU, and the kernel cache in front of it.
-// A kernel is looked up by a key (a hash of its loop IR text, the target CPU and features, the optimisation
-// level and the code generator's version): first in memory, then on disk (an object file per kernel under
-// the cache directory, written atomically so concurrent processes can share it); only on a miss is its LLVM
+// A kernel is looked up by a key (the SHA-256 of its loop IR text, the target CPU and features, the optimisation
+// level and the code generator's version): first in memory, then on disk (an object file per kernel under the
+// cache directory with a .meta file recording its SHA-256 and the full key material, both written atomically
+// so concurrent processes can share them, and verified before the object is linked: a truncated, corrupted or
+// colliding entry is discarded and rebuilt, docs/inductor.md, Kernel cache); only on a miss is its LLVM
 // IR built, optimised (the O2 pipeline with the host's vector units, so inner loops vectorise) and compiled.
 // Generated code calls back into the runtime helpers declared here (exact eager semantics for rare ops).
 #pragma once

@@ -1,0 +1,99 @@
+// The one place kiln touches files named by users or by files it reads (issue 22: files are untrusted input):
+//   - reading: InputFile / read_input_file accept only regular files within a size limit (a directory, a
+//     device such as /dev/zero or a FIFO is refused before anything is read);
+//   - writing: write_file_atomic (temporary file + fsync + rename) never replaces what is not a regular file,
+//     writes through a symlink to its target, keeps the mode of the file it replaces, and removes its
+//     temporary file on failure; OutputLock keeps two processes from writing the same output;
+//   - paths inside files: confined_path keeps them inside the file's directory;
+//   - numbers inside files: parse_number parses a whole field or says it cannot.
+#pragma once
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+// Size limits of files kiln reads (docs/cli.md, Input files). Text files: .kir graphs, repro files, JSON state.
+inline constexpr int64_t kMaxTextFileBytes = int64_t(256) << 20;
+// .npy tensors (inputs, outputs, constants).
+inline constexpr int64_t kMaxNpyFileBytes = int64_t(64) << 30;
+
+// An open regular file of at most `max_bytes`, for readers that stream (npy). `what` names the kind of file in
+// errors ("graph file"). Throws kiln::Error for a missing or unreadable path, anything but a regular file, and
+// files over the limit.
+class InputFile {
+ public:
+  InputFile(const std::string& path, std::string_view what, int64_t max_bytes);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  int64_t size() const { return size_; }
+  // Up to `n` bytes (fewer only at the end of the file).
+  int64_t read(void* buf, int64_t n);
+  std::string read_all();
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+// The whole content of a regular file of at most `max_bytes` (see InputFile).
+std::string read_input_file(const std::string& path, std::string_view what, int64_t max_bytes = kMaxTextFileBytes);
+
+// Writes a file atomically: the data goes to a temporary file beside the target, is fsync'ed, and is renamed
+// over the target (the directory is fsync'ed too), so readers see the old file or the new one, never part of
+// one. The target: `path`, or the file a symlink at `path` points to (the link stays a link). Refused when it
+// exists and is not a regular file (a directory, /dev/null, a FIFO). A replaced file keeps its mode; a new one
+// gets 0666 minus the umask. On any failure the temporary file is removed and the target is untouched.
+// `produce` writes the content through the function it is given.
+using ChunkWriter = std::function<void(const void* data, size_t n)>;
+void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
+void write_file_atomic(const std::string& path, std::string_view contents);
+
+// Refuses (kiln::Error) an output path write_file_atomic would refuse, before a long run gets there.
+void check_output_path(const std::string& path);
+
+// Creates `dir` (and parents) for kiln's outputs; refused when `dir` exists and is not a directory.
+void create_output_directory(const std::string& dir);
+
+// Held while a command writes `output` (a file or a directory): an exclusive lock on `output`.lock. A second
+// process asking for the same output fails at once with an error naming it. The lock file is removed on release.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& output);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+};
+
+// A path read from a file, resolved against the directory `base_dir` that file lies in. Refused (kiln::Error
+// naming `what`): absolute paths, '..' components, and paths whose symlinks lead outside `base_dir`.
+std::filesystem::path confined_path(const std::filesystem::path& base_dir, std::string_view relative,
+                                    std::string_view what);
+
+// `name` (a value or graph name from a file) as one file name component, injectively: letters, digits, '_', '-'
+// and '.' stay, every other byte and a leading '.' become %HH (so no '/', no "..", no hidden file); an encoding
+// longer than 150 bytes keeps that prefix and adds '~' and the SHA-256 of the name. Empty: "%".
+std::string safe_file_stem(std::string_view name);
+
+// `text` as a number of type T when it is exactly one (no sign for unsigned types, no spaces, no trailing
+// characters, in range); nullopt otherwise. For every number field of every file kiln reads.
+template <class T>
+std::optional<T> parse_number(std::string_view text) {
+  T v{};
+  if (text.empty() || text.front() == '+') return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace kiln
