@@ -173,7 +173,7 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
       if (s.list_pos < 0) p.call.args[size_t(s.arg)] = IValue(Tensor());
       else p.call.args[size_t(s.arg)].tensor_list()[size_t(s.list_pos)] = Tensor();
     }
-    KILN_CHECK(outs.size() == n.outputs.size(), "{}: the kernel returned {} results, the graph expects {}",
+    KILN_ASSERT(outs.size() == n.outputs.size(), "{}: the kernel returned {} results, the graph expects {}",
                node_label(g, n), outs.size(), n.outputs.size());
     for (size_t k = 0; k < outs.size(); ++k) {
       ValueId id = n.outputs[k];
