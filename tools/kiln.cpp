@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     }
     return kiln::cli::run_selected(app);
   } catch (const kiln::Error& e) {
-    std::fprintf(stderr, "kiln: error: %s\n", e.what());
-    return 2;
+    std::fprintf(stderr, "kiln: %s: %s\n", e.internal() ? "internal error" : "error", e.what());
+    return e.internal() ? 3 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
     return 3;

@@ -8,6 +8,7 @@
 #include "core/size_math.h"
 #include "eager/autograd.h"
 #include "ops/api.h"
+#include "ops/dispatch.h"
 
 namespace kiln {
 
@@ -211,7 +212,9 @@ Tensor Tensor::detach() const {
   impl->wrapped_number = impl_->wrapped_number;
   // No view_base: a detached alias has no history to rewrite, and pointing back at the source would make a
   // cycle when autograd saves detached outputs (output -> grad_fn -> saved alias -> output).
-  return Tensor(std::move(impl));
+  Tensor alias(std::move(impl));
+  if (is_meta()) record_meta_alias(*this, alias);  // a decomposition being recorded: the same graph value
+  return alias;
 }
 
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {

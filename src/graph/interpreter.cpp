@@ -17,14 +17,6 @@ struct Slot {
   ValueId id;
 };
 
-std::string node_label(const Graph& g, const Node& n) {
-  std::string out = n.outputs.empty() ? std::string("node") : "%" + g.value(n.outputs[0]).name;
-  for (size_t i = 1; i < n.outputs.size(); ++i) out += ", %" + g.value(n.outputs[i]).name;
-  out += n.kind == NodeKind::Constant ? std::string(" = constant") : fmt::format(" = {}", n.info().name);
-  if (n.loc.known()) out += fmt::format(" (line {}:{})", n.loc.line, n.loc.col);
-  return out;
-}
-
 std::string meta_str(const TensorMeta& m) { return fmt::format("{}{}", dtype_name(m.dtype), shape_str(m.sizes)); }
 
 Tensor upcast_if_floating(const Tensor& t) {
@@ -35,6 +27,14 @@ Tensor upcast_if_floating(const Tensor& t) {
 }
 
 }  // namespace
+
+std::string node_label(const Graph& g, const Node& n) {
+  std::string out = n.outputs.empty() ? std::string("node") : "%" + g.value(n.outputs[0]).name;
+  for (size_t i = 1; i < n.outputs.size(); ++i) out += ", %" + g.value(n.outputs[i]).name;
+  out += n.kind == NodeKind::Constant ? std::string(" = constant") : fmt::format(" = {}", n.info().name);
+  if (n.loc.known()) out += fmt::format(" (line {}:{})", n.loc.line, n.loc.col);
+  return out;
+}
 
 bool is_random_node(const Node& n) {
   if (n.kind != NodeKind::Op) return false;
@@ -81,7 +81,7 @@ Interpreter::Interpreter(const Graph& g, InterpretOptions opts) : graph_(g), opt
     try {
       p.call = bind_args(n.info(), node_ivalues(g, n, meta_env));
     } catch (const Error& e) {
-      fail("{}: {}", node_label(g, n), e.what());
+      throw Error(fmt::format("{}: {}", node_label(g, n), e.what()), e.internal());
     }
     for (size_t a = 0; a < n.args.size(); ++a) {
       if (const auto* t = std::get_if<TensorArg>(&n.args[a])) {
@@ -167,13 +167,13 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
         if (s.list_pos < 0) p.call.args[size_t(s.arg)] = IValue(Tensor());
         else p.call.args[size_t(s.arg)].tensor_list()[size_t(s.list_pos)] = Tensor();
       }
-      fail("{}: {}", node_label(g, n), e.what());
+      throw Error(fmt::format("{}: {}", node_label(g, n), e.what()), e.internal());
     }
     for (const Slot& s : p.slots) {
       if (s.list_pos < 0) p.call.args[size_t(s.arg)] = IValue(Tensor());
       else p.call.args[size_t(s.arg)].tensor_list()[size_t(s.list_pos)] = Tensor();
     }
-    KILN_CHECK(outs.size() == n.outputs.size(), "{}: the kernel returned {} results, the graph expects {}",
+    KILN_ASSERT(outs.size() == n.outputs.size(), "{}: the kernel returned {} results, the graph expects {}",
                node_label(g, n), outs.size(), n.outputs.size());
     for (size_t k = 0; k < outs.size(); ++k) {
       ValueId id = n.outputs[k];

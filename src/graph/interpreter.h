@@ -52,6 +52,9 @@ std::vector<Tensor> run_graph(const Graph& g, const std::vector<Tensor>& inputs,
 std::vector<Tensor> run_graph_all_values(const Graph& g, const std::vector<Tensor>& inputs,
                                          const InterpretOptions& opts = {});
 
+// "%name = op (line L:C)": how errors name a node (the interpreter's and the inductor's compile-time checks).
+std::string node_label(const Graph& g, const Node& n);
+
 // Whether a node draws random numbers (Random ops, and dropout in training mode), so passes must not
 // duplicate, merge or fold it.
 bool is_random_node(const Node& n);

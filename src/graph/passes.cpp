@@ -242,7 +242,7 @@ bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
       try {
         verify_graph(g, fmt::format("<{}: after {}>", stage, pass.name));
       } catch (const Error& e) {
-        fail("pass {} (stage {}) produced an invalid graph: {}", pass.name, stage, e.what());
+        internal_fail("pass {} (stage {}) produced an invalid graph: {}", pass.name, stage, e.what());
       }
     }
     if (!dump_dir.empty())

@@ -13,11 +13,13 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
+#include "graph/interpreter.h"
 #include "graph/passes.h"
 #include "graph/text.h"
 #include "inductor/codegen_llvm.h"
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
+#include "inductor/storage_model.h"
 #include "ops/dispatch.h"
 #include "runtime/host_caches.h"
 #include "runtime/jit.h"
@@ -27,6 +29,7 @@ namespace kiln {
 using namespace inductor;
 
 std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options);
+std::shared_ptr<CompiledGraph> compile_classifying_failures(const graph::Graph& g, const CompileOptions& options);
 
 struct CompiledGraph::Impl {
   graph::Graph graph;  // the decomposed graph extern calls refer to
@@ -41,6 +44,9 @@ struct CompiledGraph::Impl {
   std::vector<std::string> llvm_ir;
   std::vector<std::string> decisions;
   InjectSpec inject;  // what was injected when compiling (names the op of a reported runtime error)
+  // How errors name a node of `graph`: as the interpreter names the node of the user's graph it comes from (a
+  // node a decomposition made comes from the composite node at its line), else by its own label.
+  std::function<std::string(const graph::Node&)> node_labels;
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 };
@@ -123,8 +129,8 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) 
       }
       for (const KernelLoop& l : k.loops) {  // codegen relies on it for streaming stores (codegen_llvm.cpp)
         int b = lg.nodes[size_t(l.node)].buffer;
-        KILN_CHECK(!l.stream || reinterpret_cast<uintptr_t>(bufs[size_t(b)].data_ptr()) % runtime::kStreamAlignment == 0,
-                   "compiled graph {}: kernel {} streams into %{}, which is not {}-byte aligned (an internal error)",
+        KILN_ASSERT(!l.stream || reinterpret_cast<uintptr_t>(bufs[size_t(b)].data_ptr()) % runtime::kStreamAlignment == 0,
+                   "compiled graph {}: kernel {} streams into %{}, which is not {}-byte aligned",
                    graph.name, k.name, lg.buffers[size_t(b)].name, runtime::kStreamAlignment);
       }
       int32_t status = 0;
@@ -170,7 +176,12 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) 
           }, a));
         }
       }
-      std::vector<Tensor> outs = dispatch(bind_args(gn.info(), std::move(args)));
+      std::vector<Tensor> outs;
+      try {
+        outs = dispatch(bind_args(gn.info(), std::move(args)));
+      } catch (const Error& e) {  // named as the interpreter names the node whose kernel failed
+        throw Error(fmt::format("{}: {}", node_labels(gn), e.what()), e.internal());
+      }
       for (size_t i = 0; i < n.extern_outputs.size(); ++i) {
         int b = n.extern_outputs[i];
         if (b < 0) continue;
@@ -232,6 +243,27 @@ std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOpti
 
 }  // namespace
 
+// compile_uncached, with every failure of the compiler itself reported as an internal CompileError: a broken
+// invariant (an internal kiln::Error) or any other exception (std::bad_variant_access, std::out_of_range, ...).
+// kiln::Errors about the graph (eager's checks, run at compile time) pass through unchanged, as eager raises them.
+std::shared_ptr<CompiledGraph> compile_classifying_failures(const graph::Graph& g, const CompileOptions& options) {
+  auto internal = [&](const char* what) {
+    return CompileError(fmt::format("graph {}: internal compiler error: {}", g.name, what), true);
+  };
+  try {
+    return compile_uncached(g, options);
+  } catch (const CompileError&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.internal()) throw internal(e.what());
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw internal(e.what());
+  }
+}
+
 std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
   const std::optional<uint64_t> cache_key = graph_cache_key(g, options);
@@ -243,7 +275,7 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
       return it->second;
     }
   }
-  std::shared_ptr<CompiledGraph> program = compile_uncached(g, options);
+  std::shared_ptr<CompiledGraph> program = compile_classifying_failures(g, options);
   if (cache_key) {
     std::lock_guard lock(graph_cache().mutex);
     graph_cache().programs.emplace(*cache_key, program);
@@ -259,14 +291,22 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   const fs::path dump_dir = debug_dir.empty() ? fs::path() : fs::path(debug_dir) / "inductor" / safe_file_stem(g.name);
   if (!debug_dir.empty()) dump(dump_dir, "00_graph.kir", graph::print_graph(g));
 
-  // 1. decompositions and cleanup
+  std::map<std::pair<int, int>, std::string> label_at;
+  for (const graph::Node& n : g.nodes())
+    if (n.loc.known()) label_at.emplace(std::make_pair(n.loc.line, n.loc.col), graph::node_label(g, n));
+  impl->node_labels = [label_at, &decomposed = impl->graph](const graph::Node& n) {
+    auto it = label_at.find({n.loc.line, n.loc.col});
+    return it != label_at.end() ? it->second : graph::node_label(decomposed, n);
+  };
+  // 1. decompositions, eager's view and in-place checks (before cleanup may drop an unused bad view), cleanup
   std::vector<bool> unrounded;
   impl->graph = decompose_composites(g, inject, &unrounded);
+  StorageModel(impl->graph).check(impl->node_labels);
   graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor");
   if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
 
   // 2. lowering and scheduling
-  impl->lowered = lower_graph(impl->graph, inject, unrounded);
+  impl->lowered = lower_graph(impl->graph, StorageModel(impl->graph), inject, unrounded);
   if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
   impl->schedule = schedule_graph(impl->lowered, options.fuse, inject);
   impl->loop_ir = print_schedule(impl->schedule, impl->lowered);
@@ -287,10 +327,12 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
       fn = jit.get(text, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
         emit_kernel_llvm(m, symbol, k, impl->lowered, args);
       }, want_ir ? &ir : nullptr);
-    } catch (const CompileError& e) {
+    } catch (const Error& e) {
       // One value named whatever the kernel holds, so equal failures read equally modulo names and numbers.
+      // Code generation never judges the user's graph: a failure there is a compiler bug, unless injected.
+      bool injected = dynamic_cast<const CompileError*>(&e) && !inject.empty();
       throw CompileError(fmt::format("graph {}: kernel {} (ending with %{}): {}", g.name, k.name,
-                                     impl->lowered.nodes[size_t(k.loops.back().node)].origin, e.what()));
+                                     impl->lowered.nodes[size_t(k.loops.back().node)].origin, e.what()), !injected);
     }
     if (want_ir) {
       KILN_LOG(LogChannel::OutputCode, "kernel {} of graph {}:\n{}\n{}", k.name, g.name, text, ir);

@@ -147,7 +147,7 @@ std::pair<int64_t, int64_t> ix_range(const Index& a) {
 }
 
 Index ix_div(const Index& a, int64_t d) {
-  KILN_CHECK(d > 0, "loop IR: division of an index by {}", d);
+  KILN_ASSERT(d > 0, "loop IR: division of an index by {}", d);
   if (d == 1) return a;
   auto [q, r] = split_multiples(a, d);
   auto [rlo, rhi] = ix_range(r);
@@ -170,7 +170,7 @@ Index ix_div(const Index& a, int64_t d) {
 }
 
 Index ix_mod(const Index& a, int64_t d) {
-  KILN_CHECK(d > 0, "loop IR: modulo of an index by {}", d);
+  KILN_ASSERT(d > 0, "loop IR: modulo of an index by {}", d);
   if (d == 1) return ix_const(0);
   auto [q, r] = split_multiples(a, d);
   auto [rlo, rhi] = ix_range(r);
@@ -185,7 +185,7 @@ Index ix_mod(const Index& a, int64_t d) {
 }
 
 int64_t ix_coefficient(const Index& a, const Index& var) {
-  KILN_CHECK(var.terms.size() == 1 && var.terms[0].first->kind == IndexAtom::Kind::Var, "ix_coefficient: not a variable");
+  KILN_ASSERT(var.terms.size() == 1 && var.terms[0].first->kind == IndexAtom::Kind::Var, "ix_coefficient: not a variable");
   for (const auto& [atom, k] : a.terms)
     if (atom->key == var.terms[0].first->key) return k;
   return 0;
@@ -323,7 +323,7 @@ SExpr s_unary(SOp op, const SExpr& x) {
 }
 
 SExpr s_binary(SOp op, const SExpr& a, const SExpr& b) {
-  KILN_CHECK(a->dtype == b->dtype, "loop IR: {} of {} and {} operands", sop_name(op), dtype_name(a->dtype),
+  KILN_ASSERT(a->dtype == b->dtype, "loop IR: {} of {} and {} operands", sop_name(op), dtype_name(a->dtype),
              dtype_name(b->dtype));
   SNode n;
   n.op = op;
@@ -333,7 +333,7 @@ SExpr s_binary(SOp op, const SExpr& a, const SExpr& b) {
 }
 
 SExpr s_where(const SExpr& c, const SExpr& a, const SExpr& b) {
-  KILN_CHECK(c->dtype == DType::Bool && a->dtype == b->dtype, "loop IR: where of {} ? {} : {}", dtype_name(c->dtype),
+  KILN_ASSERT(c->dtype == DType::Bool && a->dtype == b->dtype, "loop IR: where of {} ? {} : {}", dtype_name(c->dtype),
              dtype_name(a->dtype), dtype_name(b->dtype));
   SNode n;
   n.op = SOp::Where;

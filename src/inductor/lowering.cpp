@@ -39,10 +39,17 @@ class DecompositionRecorder : public MetaCallRecorder {
     return t;
   }
 
+  void alias(const Tensor& of, const Tensor& alias) override {
+    auto it = ids_.find(of.impl());
+    if (it == ids_.end()) return;  // not a graph value: id_of reports it if the decomposition uses it
+    ids_[alias.impl()] = it->second;
+    keep_.push_back(alias);
+  }
+
   ValueId id_of(const Tensor& t) {
     auto it = ids_.find(t.impl());
     if (it != ids_.end()) return it->second;
-    KILN_CHECK(!t.is_meta(), "decomposition: a meta tensor that is not derived from the graph's values");
+    KILN_ASSERT(!t.is_meta(), "decomposition: a meta tensor that is not derived from the graph's values");
     ValueId id = out_.add_constant(out_.fresh_name(hint_ + "_c"), t);
     ids_[t.impl()] = id;
     keep_.push_back(t);
@@ -107,9 +114,10 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
     if (decompose) {
       DecompositionRecorder rec(out, name0);
       const ValueId first_new = out.num_values();
-      OpCall call;
-      call.op = &op;
-      call.args = graph::node_ivalues(n, [&](ValueId id) { return rec.bind(mapped(id)); });
+      const size_t first_node = out.nodes().size();
+      // Bound like an eager call (numbers in Tensor slots become wrapped-number tensors, which the recorder
+      // turns into constants), so the decomposition sees exactly what eager's dispatcher gives it.
+      OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) { return rec.bind(mapped(id)); }));
       std::string kind = inject.empty() ? "" : inject.kind_for(std::string(op.name));
       if (kind == "decomposition" && (op.id == OpId::var || op.id == OpId::std)) call.args[2] = IValue(Scalar(int64_t(0)));
       std::vector<Tensor> results;
@@ -121,7 +129,7 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
         ScopedMetaCallRecorder on(&rec);
         results[0] = add(results[0], 1);
       }
-      KILN_CHECK(results.size() == n.outputs.size(), "decomposition of {} returned {} values for {} outputs", op.name,
+      KILN_ASSERT(results.size() == n.outputs.size(), "decomposition of {} returned {} values for {} outputs", op.name,
                  results.size(), n.outputs.size());
       for (size_t i = 0; i < results.size(); ++i) {
         const TensorMeta& want = g.value(n.outputs[i]).meta;
@@ -132,7 +140,7 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
           results[i] = to(results[i], want.dtype);
         }
         ValueId id = rec.id_of(results[i]);
-        KILN_CHECK(out.value(id).meta.sizes == want.sizes && out.value(id).meta.dtype == want.dtype,
+        KILN_ASSERT(out.value(id).meta.sizes == want.sizes && out.value(id).meta.dtype == want.dtype,
                    "decomposition of {} (%{}) gives {}{} where the graph has {}{}", op.name, name0,
                    dtype_name(out.value(id).meta.dtype), shape_str(out.value(id).meta.sizes), dtype_name(want.dtype),
                    shape_str(want.sizes));
@@ -146,6 +154,7 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
         ValueId id = map[size_t(o)];
         if (id >= first_new) carry(o, id);
       }
+      for (size_t i = first_node; i < out.nodes().size(); ++i) out.nodes()[i].loc = n.loc;  // errors name the line
       changed = true;
       continue;
     }
@@ -163,6 +172,7 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
       metas.push_back(g.value(o).meta);
     }
     std::vector<ValueId> outs = out.add_op(n.op, copy.args, names, metas);
+    out.nodes().back().loc = n.loc;
     for (size_t i = 0; i < outs.size(); ++i) {
       map[size_t(n.outputs[i])] = outs[i];
       carry(n.outputs[i], outs[i]);
@@ -225,13 +235,14 @@ bool is_unsigned_int(DType dt) { return dt == DType::U8; }
 
 class Lowerer {
  public:
-  Lowerer(const Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded)
-      : g_(g), inject_(inject), unrounded_(unrounded), users_(g.users()) {}
+  Lowerer(const Graph& g, const StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
+      : g_(g), storage_(storage), inject_(inject), unrounded_(unrounded), users_(g.users()) {}
 
   LoweredGraph run();
 
  private:
   const Graph& g_;
+  const StorageModel& storage_;
   const InjectSpec& inject_;
   const std::vector<bool>& unrounded_;
   std::vector<std::vector<int>> users_;
@@ -300,6 +311,35 @@ class Lowerer {
     realize(v, reason);
     const LValue& lv = vals_[size_t(v)];
     return BufferView{lv.buffer, lv.sizes, lv.strides, lv.offset};
+  }
+
+  // Where eager keeps `v`: a view of the buffer of the value owning its storage (realised first), at eager's
+  // offset and strides (storage_model.h). Every owner's buffer is laid out as eager's storage (its result's
+  // strides, which are contiguous), except a composite left undecomposed (KILN_BISECT_DISABLE) that eager
+  // answers with a view: refused with a CompileError rather than writing or viewing a copy.
+  BufferView eager_view(ValueId v) {
+    const ValueId owner = storage_.owner(v);
+    realize(owner, fmt::format("%{} is addressed in its storage", name(v)));
+    const LValue& base = vals_[size_t(owner)];
+    const TensorMeta& m = g_.value(owner).meta;
+    if (base.pending || base.offset != 0 || (base.strides != m.strides && shape_numel(m.sizes) > 1))
+      throw CompileError(fmt::format("graph {}: the inductor cannot address %{} in eager's storage: %{}, which owns "
+                                     "it, has strides {} in eager but {} in the compiled program; run the graph "
+                                     "with the eager backend", g_.name, name(v), name(owner), shape_str(m.strides),
+                                     shape_str(base.strides)));
+    const StorageSpan s = storage_.span(v);
+    return BufferView{base.buffer, s.sizes, s.strides, s.offset};
+  }
+
+  // After an in-place write into the storage of `written`: every value lowered so far that lives in that
+  // storage reads it from now on (as eager's aliases see the write), not a copy made before it.
+  void rebind_aliases(ValueId written) {
+    const ValueId owner = storage_.owner(written);
+    for (ValueId v = 0; v < ValueId(vals_.size()); ++v) {
+      if (!vals_[size_t(v)].load || storage_.owner(v) != owner) continue;
+      const BufferView at = eager_view(v);
+      vals_[size_t(v)] = buffer_value(at.buffer, g_.value(v).meta.dtype, at.sizes, at.strides, at.offset);
+    }
   }
 
   // Called when a pointwise value is defined: realise it now, or leave it for its users to inline.
@@ -436,17 +476,24 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
     if (auto* t = std::get_if<graph::TensorArg>(&a)) ids.push_back(t->id);
     if (auto* l = std::get_if<graph::TensorListArg>(&a)) ids.insert(ids.end(), l->ids.begin(), l->ids.end());
   }
-  for (ValueId id : ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const ValueId id = ids[i];
     // Constants are handed to the eager kernel as they are (compile.cpp), keeping number semantics.
     bool constant = id != graph::kNoValue && g_.value(id).producer >= 0 &&
                     g_.nodes()[size_t(g_.value(id).producer)].kind == NodeKind::Constant;
-    node.extern_inputs.push_back(id == graph::kNoValue || constant ? BufferView{}
-                                                                   : view_of(id, fmt::format("input of extern {}", op.name)));
+    if (id == graph::kNoValue || constant) {
+      node.extern_inputs.push_back(BufferView{});
+      continue;
+    }
+    // What an in-place op writes and what as_strided views are eager's storage itself, not a copy of the value.
+    const bool in_storage = i == 0 && std::holds_alternative<graph::TensorArg>(n.args[0]) &&
+                            (op.is_inplace() || op.id == OpId::as_strided);
+    node.extern_inputs.push_back(in_storage ? eager_view(id) : view_of(id, fmt::format("input of extern {}", op.name)));
   }
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     ValueId o = n.outputs[i];
     const TensorMeta& m = g_.value(o).meta;
-    if (op.is_inplace() && i == 0) {  // the result is the mutated argument itself
+    if (op.is_inplace() && i == 0 && std::holds_alternative<graph::TensorArg>(n.args[0])) {  // the mutated argument
       vals_[size_t(o)] = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
       node.extern_outputs.push_back(-1);
       continue;
@@ -456,6 +503,7 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
     vals_[size_t(o)] = buffer_value(b, m.dtype, m.sizes, contiguous_strides(m.sizes), 0);
   }
   out_.nodes.push_back(std::move(node));
+  if (op.is_inplace() && std::holds_alternative<graph::TensorArg>(n.args[0])) rebind_aliases(n.outputs[0]);
 }
 
 
@@ -981,21 +1029,16 @@ bool Lowerer::lower_view(const Node& n, const OpCall& mc, std::string& why) {
       break;
     }
     case OpId::as_strided: {
-      LValue& lv = vals_[size_t(src)];
-      bool explicit_offset = mc.opt_int(3).has_value();
-      bool own_storage = lv.pending || out_.buffers[size_t(lv.buffer)].kind != Buffer::Kind::Input;
-      if (explicit_offset && !own_storage) {
-        why = "as_strided with an explicit storage_offset on a graph input (its storage offset is only known at run time)";
+      // Addressed in eager's storage of the source (storage_model.h; StorageModel::check has kept it inside).
+      const bool explicit_offset = mc.opt_int(3).has_value();
+      const BufferView at = eager_view(src);
+      if (explicit_offset && out_.buffers[size_t(at.buffer)].kind == Buffer::Kind::Input) {
+        why = "as_strided with an explicit storage_offset into a graph input (its offset in its storage is only "
+              "known at run time)";
         return false;
       }
-      realize(src, "as_strided reads its storage");
-      const LValue& base = vals_[size_t(src)];
-      if (base.offset != 0 && explicit_offset) {
-        why = "as_strided with an explicit storage_offset on a view";
-        return false;
-      }
-      int64_t off = explicit_offset ? *mc.opt_int(3) : base.offset;
-      vals_[size_t(n.outputs[0])] = buffer_value(base.buffer, base.dtype, out_sizes, mc.ints(2), off);
+      const int64_t off = explicit_offset ? *mc.opt_int(3) : at.offset;
+      vals_[size_t(n.outputs[0])] = buffer_value(at.buffer, vals_[size_t(src)].dtype, out_sizes, mc.ints(2), off);
       return true;
     }
     default:
@@ -1140,8 +1183,9 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded) {
-  return Lowerer(g, inject, unrounded).run();
+LoweredGraph lower_graph(const Graph& g, const StorageModel& storage, const InjectSpec& inject,
+                         const std::vector<bool>& unrounded) {
+  return Lowerer(g, storage, inject, unrounded).run();
 }
 
 }  // namespace kiln::inductor

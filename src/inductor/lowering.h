@@ -10,6 +10,7 @@
 #include "graph/graph.h"
 #include "inductor/inject.h"
 #include "inductor/ir.h"
+#include "inductor/storage_model.h"
 
 namespace kiln::inductor {
 
@@ -30,6 +31,8 @@ graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& injec
                                   std::vector<bool>* unrounded = nullptr);
 
 // Lowers a graph without Composite nodes (the result of decompose_composites); `unrounded` as returned there.
-LoweredGraph lower_graph(const graph::Graph& g, const InjectSpec& inject, const std::vector<bool>& unrounded = {});
+// `storage` (of `g`) places as_strided views and in-place writes where eager has them.
+LoweredGraph lower_graph(const graph::Graph& g, const StorageModel& storage, const InjectSpec& inject,
+                         const std::vector<bool>& unrounded = {});
 
 }  // namespace kiln::inductor

@@ -181,7 +181,7 @@ struct Builder {
       cur = start_kernel(i);
       std::string why;
       std::optional<KernelLoop> loop = place(*cur, i, why);
-      KILN_CHECK(loop, "scheduler: node {} does not fit its own kernel: {}", n.origin, why);
+      KILN_ASSERT(loop, "scheduler: node {} does not fit its own kernel: {}", n.origin, why);
       cur->loops.push_back(std::move(*loop));
       kernel_of_buffer[size_t(n.buffer)] = int(out.kernels.size());
     }

@@ -4,6 +4,7 @@
 
 #include "core/size_math.h"
 #include "eager/autograd.h"
+#include "ops/storage_checks.h"
 
 namespace kiln {
 
@@ -135,11 +136,25 @@ std::vector<Tensor> alloc_outputs(const OpCall& call) {
 }
 
 namespace {
+// PyTorch's memory-overlap checks of an in-place call (storage_checks.h), before its kernel writes anything.
+void check_inplace_call(const OpCall& call) {
+  if (!inplace_checks_overlap(*call.op)) return;
+  std::vector<StorageSpan> inputs;
+  const std::vector<Tensor> tensors = call.flat_tensors();
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i].defined() && !tensors[i].is_meta()) inputs.push_back(storage_span(tensors[i]));
+  check_inplace_overlap(call.op->name, storage_span(call.tensor(0)), inputs);
+}
+
 thread_local MetaCallRecorder* t_recorder = nullptr;
 }  // namespace
 
 ScopedMetaCallRecorder::ScopedMetaCallRecorder(MetaCallRecorder* r) : previous_(t_recorder) { t_recorder = r; }
 ScopedMetaCallRecorder::~ScopedMetaCallRecorder() { t_recorder = previous_; }
+
+void record_meta_alias(const Tensor& of, const Tensor& alias) {
+  if (t_recorder) t_recorder->alias(of, alias);
+}
 
 std::vector<Tensor> dispatch(const OpCall& call) {
   const OpInfo& op = *call.op;
@@ -160,6 +175,7 @@ std::vector<Tensor> dispatch(const OpCall& call) {
   }
   if (op.is_inplace()) {
     KILN_CHECK(op.kernel, "{}: no eager kernel registered", op.name);
+    check_inplace_call(call);
     if (needs_grad) return run_inplace_recorded(call);
     std::vector<Tensor> outs;
     {

@@ -30,7 +30,11 @@ class MetaCallRecorder {
  public:
   virtual ~MetaCallRecorder() = default;
   virtual std::vector<Tensor> record(const OpCall& call) = 0;
+  // `alias` stands for the same value as `of` without an op call (Tensor::detach of a meta tensor).
+  virtual void alias(const Tensor& of, const Tensor& alias) = 0;
 };
+// Tells the installed recorder, if any, that `alias` stands for the same value as `of`.
+void record_meta_alias(const Tensor& of, const Tensor& alias);
 class ScopedMetaCallRecorder {
  public:
   explicit ScopedMetaCallRecorder(MetaCallRecorder* r);

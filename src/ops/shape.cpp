@@ -8,6 +8,7 @@
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
+#include "ops/storage_checks.h"
 
 namespace kiln {
 namespace {
@@ -204,6 +205,7 @@ std::vector<Tensor> select_vjp(const VjpCall& v) {
 
 std::vector<Tensor> narrow_decomp(const OpCall& c) {
   const Tensor& x = c.tensor(0);
+  KILN_CHECK(x.dim() > 0, "narrow: cannot narrow a 0-dim tensor");
   int64_t d = wrap_dim(c.int_(1), x.dim(), "narrow");
   int64_t n = x.sizes()[size_t(d)], start = c.int_(2), len = c.int_(3);
   if (start < 0) start += n;
@@ -242,21 +244,9 @@ std::vector<Tensor> as_strided_kernel(const OpCall& c) {
   const IntList &size = c.ints(1), &stride = c.ints(2);
   KILN_CHECK(size.size() == stride.size(), "as_strided: {} sizes but {} strides", size.size(), stride.size());
   int64_t off = c.opt_int(3).value_or(x.offset());
-  KILN_CHECK(off >= 0, "as_strided: negative storage offset {}", off);
-  int64_t last = off;  // the storage element the view reaches last (-1 when it is empty)
-  for (size_t i = 0; i < size.size(); ++i) {
-    KILN_CHECK(size[i] >= 0 && stride[i] >= 0, "as_strided: sizes and strides must be non-negative, got {} and {}",
-               shape_str(size), shape_str(stride));
-    if (size[i] == 0) last = -1;
-  }
-  for (size_t i = 0; i < size.size() && last >= 0; ++i)
-    last = checked_add(last, checked_mul(size[i] - 1, stride[i], "as_strided", "the last element's storage offset"),
-                       "as_strided", "the last element's storage offset");
-  if (x.storage() && last >= 0) {
-    int64_t capacity = x.storage()->nbytes() / dtype_size(x.dtype());
-    KILN_CHECK(last < capacity, "as_strided: size {} stride {} offset {} reaches element {}, past the storage's {} "
-               "elements", shape_str(size), shape_str(stride), off, last, capacity);
-  }
+  std::optional<int64_t> capacity;
+  if (x.storage()) capacity = storage_capacity(x);
+  check_view_in_storage("as_strided", size, stride, off, capacity);
   return {make_view(x, size, stride, off)};
 }
 // General VJP: scatter-add the gradient by storage position, then gather at the input's positions. Handles

@@ -1,0 +1,97 @@
+// The inductor's model of eager's storages, and eager's view and in-place checks run on it (storage_model.h).
+#include "inductor/storage_model.h"
+
+#include "graph/interpreter.h"
+#include "ops/dispatch.h"
+
+namespace kiln::inductor {
+
+using graph::Graph;
+using graph::Node;
+using graph::ValueId;
+
+namespace {
+
+ValueId tensor_arg(const Node& n, size_t i) {
+  const auto* t = std::get_if<graph::TensorArg>(&n.args.at(i));
+  return t ? t->id : graph::kNoValue;
+}
+
+// Whether eager answers node `n` with (a view of) its first argument's storage: views and in-place ops always,
+// contiguous of a contiguous tensor and `to` its own dtype (their kernels return the input itself).
+bool aliases_first_input(const Graph& g, const Node& n) {
+  if (n.kind != graph::NodeKind::Op || n.args.empty() || tensor_arg(n, 0) == graph::kNoValue) return false;
+  const OpInfo& op = n.info();
+  if (op.kind == OpKind::View || op.is_inplace()) return true;
+  const TensorMeta& in = g.value(tensor_arg(n, 0)).meta;
+  if (n.op == OpId::contiguous) return Tensor::meta(in).is_contiguous();
+  if (n.op == OpId::to) return std::get_if<DType>(&n.args.at(1)) && std::get<DType>(n.args[1]) == in.dtype;
+  return false;
+}
+
+}  // namespace
+
+StorageModel::StorageModel(const Graph& g) : g_(g), entries_(size_t(g.num_values())) {
+  for (ValueId id : g.inputs()) own(id);
+  for (const Node& n : g.nodes()) model_node(n);
+}
+
+void StorageModel::own(ValueId v) {
+  const TensorMeta& m = g_.value(v).meta;
+  entries_[size_t(v)] = Entry{v, 0, strided_extent(m.sizes, m.strides)};
+}
+
+void StorageModel::model_node(const Node& n) {
+  if (!aliases_first_input(g_, n)) {
+    for (ValueId o : n.outputs) own(o);
+    return;
+  }
+  const ValueId src = tensor_arg(n, 0);
+  int64_t offset = entries_[size_t(src)].offset;
+  if (n.info().kind == OpKind::View) {
+    // The view kernels compute sizes, strides and offset only, so they run on meta tensors placed where eager's
+    // tensors lie; as_strided's storage check is check()'s (the meta tensors have no storage).
+    OpCall call = bind_args(n.info(), graph::node_ivalues(n, [&](ValueId id) {
+      Tensor t = Tensor::meta(g_.value(id).meta);
+      t.impl()->offset = entries_[size_t(id)].offset;
+      return t;
+    }));
+    offset = n.info().kernel(call).at(0).offset();
+  }
+  entries_[size_t(n.outputs[0])] = Entry{entries_[size_t(src)].owner, offset, 0};
+  for (size_t i = 1; i < n.outputs.size(); ++i) own(n.outputs[i]);
+}
+
+StorageSpan StorageModel::span(ValueId v) const {
+  const TensorMeta& m = g_.value(v).meta;
+  const Entry& e = entries_[size_t(v)];
+  return StorageSpan{uintptr_t(e.owner), e.offset, m.sizes, m.strides};
+}
+
+void StorageModel::check(const std::function<std::string(const Node&)>& label) const {
+  for (const Node& n : g_.nodes()) {
+    try {
+      check_node(n);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", label ? label(n) : graph::node_label(g_, n), e.what()), e.internal());
+    }
+  }
+}
+
+void StorageModel::check_node(const Node& n) const {
+  if (n.kind != graph::NodeKind::Op) return;
+  if (n.op == OpId::as_strided && tensor_arg(n, 0) != graph::kNoValue) {
+    const OpCall call = graph::bind_node_meta(g_, n);
+    const ValueId src = tensor_arg(n, 0);
+    const int64_t offset = call.opt_int(3).value_or(entries_[size_t(src)].offset);
+    check_view_in_storage("as_strided", call.ints(1), call.ints(2), offset, capacity(owner(src)));
+  }
+  if (inplace_checks_overlap(n.info()) && tensor_arg(n, 0) != graph::kNoValue) {
+    const std::vector<ValueId> read = Graph::node_inputs(n);  // the written-to tensor first
+    std::vector<StorageSpan> inputs;
+    for (size_t i = 1; i < read.size(); ++i) inputs.push_back(span(read[i]));
+    check_inplace_overlap(n.info().name, span(tensor_arg(n, 0)), inputs);
+  }
+}
+
+}  // namespace kiln::inductor
