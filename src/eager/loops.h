@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "eager/tensor.h"
+#include "ops/scalar_math.h"
 
 namespace kiln {
 
@@ -163,7 +164,9 @@ inline To convert_element(From v) {
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(float(v));
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-    return static_cast<To>(float(v));
+    return convert_element<To>(float(v));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    return float_to_int<To>(v);  // defined for NaN, inf and out-of-range values, as PyTorch on x86
   } else {
     return static_cast<To>(v);
   }

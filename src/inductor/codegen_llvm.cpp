@@ -8,10 +8,12 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "runtime/jit.h"
@@ -121,11 +123,24 @@ class Emitter {
     }
     if (is_floating(from) && is_floating(to)) return b_.CreateFPCast(v, t);
     if (is_floating(to)) return is_unsigned(from) ? b_.CreateUIToFP(v, t) : b_.CreateSIToFP(v, t);
-    if (is_floating(from)) {  // like C++'s T(int64_t(v)) in the eager kernels, without poison out of range
-      Value* wide = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {i64(), v->getType()}, {v});
-      return b_.CreateTrunc(wide, t);
-    }
+    if (is_floating(from)) return float_to_int(v, to);
     return b_.CreateIntCast(v, t, !is_unsigned(from));
+  }
+  // A float converted to integer type `to` as eager's float_to_int (ops/scalar_math.h): truncated by the 64-bit
+  // (i64) or 32-bit (narrower types) conversion, whose minimum NaN and out-of-range values give, narrower types
+  // keeping the low bits. The compares are exact for both source types (-2^31 - 1 is a double; no float lies
+  // strictly between it and -2^31). x86's cvtt instructions compute exactly this, and the backend folds the
+  // select into them.
+  Value* float_to_int(Value* v, DType to) {
+    const bool wide = to == DType::I64;
+    llvm::IntegerType* it = wide ? b_.getInt64Ty() : b_.getInt32Ty();
+    llvm::Type* ft = v->getType();
+    Value* below_max = b_.CreateFCmpOLT(v, fconst(ft, wide ? 0x1p63 : 0x1p31));
+    Value* above_min = wide || ft->isFloatTy() ? b_.CreateFCmpOGE(v, fconst(ft, wide ? -0x1p63 : -0x1p31))
+                                               : b_.CreateFCmpOGT(v, fconst(ft, -0x1p31 - 1));
+    Value* converted = b_.CreateSelect(b_.CreateAnd(above_min, below_max), b_.CreateFPToSI(v, it),
+                                       llvm::ConstantInt::get(it, llvm::APInt::getSignedMinValue(it->getBitWidth())));
+    return b_.CreateTrunc(converted, compute_type(to));
   }
   Value* to_storage(Value* v, DType dt) {
     switch (dt) {
@@ -190,6 +205,26 @@ class Emitter {
       return b_.CreateInBoundsGEP(storage_type(buf.dtype), base, index(row));
     }
     return b_.CreateInBoundsGEP(storage_type(buf.dtype), ptrs_.at(size_t(slot_.at(buffer))), index(ix));
+  }
+  // The variable of the pointwise element loop being emitted (null elsewhere).
+  const Index* element_var_ = nullptr;
+  // Whether a division by `e` may multiply by a reciprocal hoisted out of the element loop: `e` is read (from
+  // memory or a register) and does not change along the loop. Not a constant: x * (1 / c) with 1 / c rounded
+  // differs from eager's x / c (round(x, decimals=-1) at ties).
+  bool hoistable_divisor(const SExpr& e) const {
+    if (!element_var_) return false;
+    bool reads = false;
+    std::set<const SNode*> seen;
+    std::function<bool(const SExpr&)> varies = [&](const SExpr& n) {
+      if (!seen.insert(n.get()).second) return false;
+      if (n->op == SOp::Load) {
+        reads = true;
+        return n->buffer != kAccumulatorBuffer && ix_depends_on(n->index, *element_var_);
+      }
+      if (n->op == SOp::IndexValue) return ix_depends_on(n->index, *element_var_);
+      return std::any_of(n->args.begin(), n->args.end(), varies);
+    };
+    return !varies(e) && reads;
   }
   Value* load(int buffer, const Index& ix) {
     auto reg = registers_.find(buffer);
@@ -304,7 +339,7 @@ class Emitter {
     fail("codegen: {} is not a unary op", sop_name(op));
   }
 
-  Value* binary(SOp op, Value* x, Value* y, DType dt) {
+  Value* binary(SOp op, Value* x, Value* y, DType dt, bool invariant_divisor = false) {
     const bool fl = is_floating(dt);
     const bool uns = is_unsigned(dt);
     switch (op) {
@@ -312,16 +347,21 @@ class Emitter {
       case SOp::Sub: return fl ? b_.CreateFSub(x, y) : b_.CreateSub(x, y);
       case SOp::Mul: return fl ? b_.CreateFMul(x, y) : b_.CreateMul(x, y);
       case SOp::Div: {
-        // arcp: a division by a loop-invariant value (softmax's row sum) may become a multiplication by its
-        // reciprocal hoisted out of the loop (at most 1 ulp from the exact quotient).
-        Value* q = b_.CreateFDiv(x, y);
-        llvm::FastMathFlags arcp;
-        arcp.setAllowReciprocal();
-        llvm::cast<llvm::Instruction>(q)->setFastMathFlags(arcp);
-        return q;
+        // A divisor read once for the element loop (softmax's row sum): a multiplication by its reciprocal,
+        // which LICM hoists out of the loop (at most 1 ulp from the exact quotient while the reciprocal is a
+        // normal number). The reciprocal is an exact division: no `arcp` anywhere, since it also lets the backend
+        // replace 1 / sqrt(y) by its reciprocal-square-root estimate, which gives NaN for 0 and inf (rsqrt, and
+        // rms_norm's rows holding inf).
+        if (invariant_divisor) return b_.CreateFMul(x, b_.CreateFDiv(llvm::ConstantFP::get(y->getType(), 1.0), y));
+        return b_.CreateFDiv(x, y);
       }
-      case SOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, y);
-      case SOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, y);
+      case SOp::Max: case SOp::Min: {
+        Value* m = b_.CreateBinaryIntrinsic(op == SOp::Max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, x, y);
+        if (!fl) return m;
+        // NaN made explicit: InstCombine narrows maximum(fpext a, fpext b) of f16 values to an f16 maximum, which
+        // the x86 backend (no native f16) lowered without NaN propagation (maximum(0, NaN) gave 0).
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, y), b_.CreateFAdd(x, y), m);
+      }
       case SOp::Pow: return b_.CreateCall(libm("pow", x->getType(), 2), {x, y});
       case SOp::Atan2: return b_.CreateCall(libm("atan2", x->getType(), 2), {x, y});
       case SOp::Eq: return fl ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y);
@@ -358,6 +398,11 @@ class Emitter {
         break;
       }
       case SOp::Where: v = b_.CreateSelect(value(e->args[0]), value(e->args[1]), value(e->args[2])); break;
+      case SOp::MulAdd: {
+        Value* x = value(e->args[0]);
+        v = b_.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, value(e->args[1]), value(e->args[2])});
+        break;
+      }
       case SOp::Helper: {
         std::vector<Value*> args;
         std::vector<llvm::Type*> types;
@@ -391,7 +436,8 @@ class Emitter {
       }
       default:
         if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
-        else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
+        else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype,
+                        e->op == SOp::Div && hoistable_divisor(e->args[1]));
         break;
     }
     memo_[e.get()] = v;
@@ -472,6 +518,8 @@ class Emitter {
       return;
     }
     const std::string& key = inner[last].terms[0].first->key;
+    const Index* outer_element_var = element_var_;
+    element_var_ = &inner[last];
     const bool par = int(last) == parallel;
     const int64_t line = std::max<int64_t>(1, 64 / dtype_size(lg_.buffers[size_t(n.buffer)].dtype));
     Index row_start = ix_add(at, ix_scale(inner[last], -1));
@@ -509,6 +557,7 @@ class Emitter {
         accumulate_element(x, lane);
       });
     }, last);
+    element_var_ = outer_element_var;
     memo_.clear();
   }
 
@@ -710,8 +759,12 @@ class Emitter {
     ++deferred_bodies_;
     vars_[row_key_] = b_.CreateSub(vars_.at(row_key_), c64(1), "", true, true);
     previous_row_ = true;
-    vars_[row_var_key(std::vector<Index>(last.idx.begin() + int64_t(k_.outer_vars.size()), last.idx.end()))] = x;
+    const std::vector<Index> inner(last.idx.begin() + int64_t(k_.outer_vars.size()), last.idx.end());
+    vars_[row_var_key(inner)] = x;
+    const size_t element = innermost(inner);
+    const Index* host_element_var = std::exchange(element_var_, element < inner.size() ? &inner[element] : nullptr);
     store(n.buffer, ix_linear(last.idx, n.sizes), value(last.value), last.value->dtype);
+    element_var_ = host_element_var;
     previous_row_ = false;
     vars_ = std::move(saved_vars);
     registers_ = std::move(saved_registers);
@@ -759,6 +812,7 @@ class Emitter {
     llvm::AllocaInst* acc = nullptr;
     llvm::AllocaInst* arg = nullptr;     // ArgMax/ArgMin: the index of the best element (-1 before the first)
     std::optional<FloatExtremes> extremes;
+    llvm::AllocaInst* total = nullptr;   // a blocked float sum's f64 total (emit_blocked_sum)
     // Accumulated in a prefetched loop: one partial value per lane of its cache lines (see innermost_loop).
     llvm::AllocaInst* lanes = nullptr;
     int64_t lane_count = 0;
@@ -769,10 +823,12 @@ class Emitter {
   std::vector<Accumulation>* accumulating_ = nullptr;
   void accumulate_element(Value* x, Value* lane) {
     if (!accumulating_) return;
+    const Index* element_var = std::exchange(element_var_, nullptr);  // reductions run along their own variable
     for (Accumulation& a : *accumulating_) {
       vars_[row_var_key(a.l->ridx)] = x;
       accumulate(a, lane);
     }
+    element_var_ = element_var;
   }
 
   Accumulation start_reduction(const KernelLoop& l, int64_t lane_count = 0) {
@@ -888,6 +944,10 @@ class Emitter {
       result = sum_or_product(n.reduce, result, b_.CreateLoad(a.t, lane_slot(a, c64(i))), a.fl);
     if (a.extremes) result = a.extremes->result();
     DType result_dt = dt;
+    if (a.total) {  // finalised (mean's division) in f64, then rounded once to the buffer's dtype
+      result = b_.CreateLoad(b_.getDoubleTy(), a.total);
+      result_dt = DType::F64;
+    }
     if (a.arg) {
       result = b_.CreateLoad(i64(), a.arg);
       result_dt = DType::I64;
@@ -907,9 +967,52 @@ class Emitter {
     registers_[n.buffer] = {at.str(), from_storage(to_storage(cast(result, result_dt, buf.dtype), buf.dtype), buf.dtype)};
   }
 
+  // A float sum in blocks: its innermost reduced loop adds at most kSumBlock elements into the accumulator, in the
+  // compute dtype (the vectoriser's four vectors of partial sums: 64 for f32 on AVX-512, 32 on AVX2), and each
+  // block's sum then joins an f64 total. Every partial then sums at most kSumBlock / 32 elements, whatever the
+  // length: an f32 sum stays within about 128 eps of sum |x| (a single f32 accumulator per lane lost 1.8e-4 over 1e8
+  // values and 13% over 1e9, where it stops growing at 2^24 times the value). Blocks cost one horizontal
+  // addition per 4096 elements. Eager sums f32 the same way (blocks in f32 lanes, an f64 total).
+  void emit_blocked_sum(const KernelLoop& l, Accumulation& a) {
+    const LoopNode& n = lg_.nodes[size_t(l.node)];
+    llvm::Type* f64 = b_.getDoubleTy();
+    a.total = entry_alloca(f64);
+    b_.CreateStore(fconst(f64, 0.0), a.total);
+    auto add_block = [&] {
+      Value* block = b_.CreateFPCast(b_.CreateLoad(a.t, a.acc), f64);
+      b_.CreateStore(b_.CreateFAdd(b_.CreateLoad(f64, a.total), block), a.total);
+      b_.CreateStore(fconst(a.t, 0.0), a.acc);
+    };
+    const size_t last = innermost(l.ridx);
+    if (last == l.ridx.size()) {  // nothing reduced: one element
+      memo_.clear();
+      accumulate(a);
+      add_block();
+      return;
+    }
+    const std::string& key = l.ridx[last].terms[0].first->key;
+    const int64_t extent = n.rsizes[last];
+    nest(l.ridx, n.rsizes, 0, -1, [&] {
+      loop(c64(0), c64(extent), [&](Value* start) {
+        Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, c64(kSumBlock)), c64(extent));
+        loop(start, end, [&](Value* i) {
+          vars_[key] = i;
+          memo_.clear();
+          accumulate(a);
+        }, interleave_hint(4));
+        add_block();
+      }, nullptr, kSumBlock);
+    }, last);
+  }
+
   void emit_reduction(const KernelLoop& l) {
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     Accumulation a = start_reduction(l);
+    if (a.fl && n.reduce == ReduceOp::Sum) {
+      emit_blocked_sum(l, a);
+      memo_.clear();
+      return finish_reduction(a);
+    }
     nest(l.ridx, n.rsizes, 0, -1, [&] {
       memo_.clear();
       accumulate(a);

@@ -342,6 +342,16 @@ SExpr s_where(const SExpr& c, const SExpr& a, const SExpr& b) {
   return make(std::move(n));
 }
 
+SExpr s_mul_add(const SExpr& x, const SExpr& y, const SExpr& z) {
+  KILN_CHECK(is_floating(x->dtype) && x->dtype == y->dtype && x->dtype == z->dtype, "loop IR: muladd of {}, {} and {}",
+             dtype_name(x->dtype), dtype_name(y->dtype), dtype_name(z->dtype));
+  SNode n;
+  n.op = SOp::MulAdd;
+  n.dtype = x->dtype;
+  n.args = {x, y, z};
+  return make(std::move(n));
+}
+
 SExpr s_helper(const std::string& name, DType dt, std::vector<SExpr> args) {
   SNode n;
   n.op = SOp::Helper;

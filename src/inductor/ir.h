@@ -92,6 +92,10 @@ SExpr s_iconst(int64_t v, DType dt);
 SExpr s_load(int buffer, Index index, DType buffer_dtype);
 // In a reduction's finalize expression: the accumulator (a Load of this pseudo-buffer).
 inline constexpr int kAccumulatorBuffer = -2;
+// Float sums add at most this many elements along their innermost reduced loop into one partial (the compute
+// dtype, vectorised) before the partial joins the sum's f64 total (codegen_llvm.cpp emit_blocked_sum; a sum
+// accumulated in its producer's loop has rows no longer than this: scheduler.cpp). docs/inductor.md, "Accumulation".
+inline constexpr int64_t kSumBlock = 4096;
 SExpr s_index_value(Index index);
 SExpr s_cast(const SExpr& x, DType dt);  // to a compute dtype; returns x when it already has it
 // x (f32) rounded to `narrow` (f16 or bf16) and widened back: an explicit conversion to a narrow float.
@@ -99,6 +103,7 @@ SExpr s_round_to(const SExpr& x, DType narrow);
 SExpr s_unary(SOp op, const SExpr& x);
 SExpr s_binary(SOp op, const SExpr& a, const SExpr& b);  // operands must share a dtype
 SExpr s_where(const SExpr& c, const SExpr& a, const SExpr& b);
+SExpr s_mul_add(const SExpr& x, const SExpr& y, const SExpr& z);  // x * y + z rounded once; floats of one dtype
 SExpr s_helper(const std::string& name, DType dt, std::vector<SExpr> args);
 SExpr s_wrap(SOp op, const SExpr& x);  // Trap / Invalid around x
 // x, after setting the kernel's status word to `code` unless an earlier error set it (a reported runtime error).

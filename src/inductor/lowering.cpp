@@ -605,9 +605,7 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
       } else {
         f = float_unary([](auto x) {
           DType d = x->dtype;
-          SExpr r = mul(mul(x, c(0.5, d)), add(c(1, d), un(SOp::Erf, mul(x, c(M_SQRT1_2, d)))));
-          // PyTorch's vectorised f32 kernel gives NaN for +-inf (eager does the same).
-          return d == DType::F32 ? s_where(un(SOp::IsInf, x), c(NAN, d), r) : r;
+          return mul(mul(x, c(0.5, d)), add(c(1, d), un(SOp::Erf, mul(x, c(M_SQRT1_2, d)))));
         });
       }
       break;
@@ -658,7 +656,8 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
         if (d == DType::Bool) return ad == 1.0 ? s_binary(SOp::Or, x, y) : s_binary(SOp::Or, x, s_binary(SOp::And, y, s_iconst(ai != 0, d)));
         if (ad == 1.0) return add(x, y);
         if (ad == -1.0) return sub(x, y);
-        return add(x, mul(is_floating(d) ? c(ad, d) : s_iconst(ai, d), y));
+        if (is_floating(d)) return s_mul_add(c(ad, d), y, x);  // rounded once, as eager and PyTorch
+        return add(x, mul(s_iconst(ai, d), y));
       });
       break;
     }

@@ -440,6 +440,9 @@ struct Builder {
     auto rv = row_variable(k, r), pv = row_variable(k, p);
     if (!rv || !pv) return "a loop does not run along one variable";
     if (rv->second != pv->second) return "the loops run over rows of different lengths";
+    if (rn.reduce == ReduceOp::Sum && is_floating(r.value->dtype) && rv->second > kSumBlock)
+      return fmt::format("a float sum over rows of {} elements (> {}) is added in blocks into an f64 total, which the "
+                         "producer's loop does not do", rv->second, kSumBlock);
     const Index at = ix_linear(p.idx, pn.sizes);
     const int64_t c = ix_coefficient(at, pv->first);
     const Index at_rest = ix_add(at, ix_scale(pv->first, -c));

@@ -113,4 +113,19 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
   return r;
 }
 
+Centred centre_over(const Tensor& x, const std::vector<int64_t>& dims) {
+  const OptIntList mean_dims = dims.empty() ? OptIntList() : OptIntList(IntList(dims.begin(), dims.end()));
+  Tensor first = x;
+  for (int64_t d : dims.empty() ? reduction_dims(std::nullopt, x.dim(), "centre_over") : dims) {
+    if (x.size(d) == 0) {  // empty slices: nothing to shift by
+      Tensor m = mean(x, mean_dims, true);
+      return {sub(x, m), m};
+    }
+    first = narrow(first, d, 0, 1);
+  }
+  const Tensor shifted = sub(x, first);
+  const Tensor shifted_mean = mean(shifted, mean_dims, true);
+  return {sub(shifted, shifted_mean), add(first, shifted_mean)};
+}
+
 }  // namespace kiln

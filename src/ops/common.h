@@ -42,6 +42,16 @@ std::vector<int64_t> reduction_dims(const std::optional<IntList>& dims, int64_t 
 // Shape after reducing `dims` of `sizes` (keeping them as size 1 when keepdim).
 Shape reduced_shape(const Shape& sizes, const std::vector<int64_t>& dims, bool keepdim);
 
+// x centred over `dims` for variances (var, std, layer_norm, batch_norm): the two-pass algorithm on data shifted
+// by each slice's first element x0, centred = (x - x0) - mean(x - x0), with mean = x0 + mean(x - x0) (keepdim
+// shapes). The shift keeps the sums small where the values are large and close together: a slice of equal values
+// centres to exactly 0 however its sums are accumulated, where sum(x) / n could round away from x (compiled f32
+// sums) or overflow (sum(x) of values near the dtype's maximum). `x` is floating (f32 or f64 compute dtype).
+struct Centred {
+  Tensor centred, mean;
+};
+Centred centre_over(const Tensor& x, const std::vector<int64_t>& dims);
+
 // Undefined unless `needed` (VJPs skip work for inputs that need no gradient).
 template <class F>
 Tensor if_needed(bool needed, F f) { return needed ? f() : Tensor(); }

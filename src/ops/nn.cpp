@@ -252,7 +252,7 @@ std::vector<Tensor> layer_norm_decomp(const OpCall& c) {
   const Tensor weight = c.opt_tensor(2), bias = c.opt_tensor(3);
   IntList dims = normalized_dims("layer_norm", x, c.ints(1), weight, bias);
   Tensor xf = upcast(x);
-  Tensor centered = sub(xf, mean(xf, dims, true));
+  Tensor centered = centre_over(xf, dims).centred;
   Tensor biased_var = mean(mul(centered, centered), dims, true);
   Tensor out = mul(centered, rsqrt(add(biased_var, c.float_(4))));
   if (weight.defined()) out = mul(out, weight);
@@ -486,8 +486,7 @@ std::vector<Tensor> batch_norm_decomp(const OpCall& c) {
     const int64_t n = x.numel() / channels;
     KILN_CHECK(n > 1, "batch_norm: expected more than 1 value per channel when training, got input size {}",
                shape_str(x.sizes()));
-    Tensor batch_mean = mean(xf, dims, true);
-    Tensor centered = sub(xf, batch_mean);
+    auto [centered, batch_mean] = centre_over(xf, dims);
     Tensor squares = sum(mul(centered, centered), dims, true);
     out = mul(centered, rsqrt(add(div(squares, double(n)), eps)));
     NoGradGuard no_grad;

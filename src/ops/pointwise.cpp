@@ -379,12 +379,10 @@ std::vector<Tensor> gelu_kernel(const OpCall& c) {
       return T(0.5) * x * (T(1) + std::tanh(inner));
     })};
   }
+  // The formula for every dtype, as PyTorch's f64 kernel and its scalar path compute it: gelu(inf) = inf,
+  // gelu(-inf) = -inf * 0 = NaN. (Its vectorised f32 kernel gives NaN for +inf too.)
   return {unary_float(c.tensor(0), [](auto x) {
     using T = decltype(x);
-    // PyTorch's vectorised f32 kernel (which f16/bf16 also use) gives NaN for +-inf; f64 follows the formula.
-    if constexpr (std::is_same_v<T, float>) {
-      if (std::isinf(x)) return std::numeric_limits<T>::quiet_NaN();
-    }
     return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
   })};
 }
@@ -616,7 +614,8 @@ std::vector<Tensor> add_sub(const OpCall& c, bool subtract) {
   if (ad == -1.0 && dt != DType::Bool) return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return x - y; })};
   return {binary_op(a, b, dt, dt, c.name(), [ad, ai](auto x, auto y) {
     using T = decltype(x);
-    if constexpr (std::is_floating_point_v<T>) return x + T(ad) * y;
+    // One rounding (an FMA), as PyTorch's kernels: add(inf, -max, alpha=2) = inf, not inf + -inf = NaN.
+    if constexpr (std::is_floating_point_v<T>) return std::fma(T(ad), y, x);
     else return T(x + T(ai) * y);
   })};
 }
@@ -800,7 +799,7 @@ std::vector<Tensor> maximum_kernel(const OpCall& c) {
   return {binary_op(c.tensor(0), c.tensor(1), dt, dt, "maximum", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return bool(x || y);
-    else if constexpr (std::is_floating_point_v<T>) return (x != x || y != y) ? std::numeric_limits<T>::quiet_NaN() : (x < y ? y : x);
+    else if constexpr (std::is_floating_point_v<T>) return ieee_maximum(x, y);
     else return x < y ? y : x;
   })};
 }
@@ -809,7 +808,7 @@ std::vector<Tensor> minimum_kernel(const OpCall& c) {
   return {binary_op(c.tensor(0), c.tensor(1), dt, dt, "minimum", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return bool(x && y);
-    else if constexpr (std::is_floating_point_v<T>) return (x != x || y != y) ? std::numeric_limits<T>::quiet_NaN() : (y < x ? y : x);
+    else if constexpr (std::is_floating_point_v<T>) return ieee_minimum(x, y);
     else return y < x ? y : x;
   })};
 }
@@ -1003,11 +1002,12 @@ std::vector<Tensor> lerp_decomp(const OpCall& c) {
 // addcmul = self + value * t1 * t2 in the promoted dtype (an integer result truncates a float value, as PyTorch).
 std::vector<Tensor> addcmul_decomp(const OpCall& c) {
   const DType dt = result_type({c.tensor(0), c.tensor(1), c.tensor(2)});
+  KILN_CHECK(dt != DType::Bool, "addcmul: not implemented for bool tensors ({}, {} and {}), as in PyTorch; convert "
+             "them to an integer or floating dtype first", c.tensor(0).str(), c.tensor(1).str(), c.tensor(2).str());
   auto in_dtype = [&](const Tensor& t) { return t.dtype() == dt ? t : to(t, dt); };
   Tensor self = in_dtype(c.tensor(0)), t1 = in_dtype(c.tensor(1)), t2 = in_dtype(c.tensor(2));
   Scalar value = c.scalar(3);
-  if (dt == DType::Bool) value = Scalar(value.to_bool());
-  else if (!is_floating(dt)) value = Scalar(value.to_int());
+  if (!is_floating(dt)) value = Scalar(value.to_int());
   Tensor product = scalar_is(value, 1.0) ? mul(t1, t2) : mul(mul(t1, value), t2);
   return {add(self, product)};
 }

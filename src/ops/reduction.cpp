@@ -85,18 +85,24 @@ struct SumOps {
   Acc init() const { return Acc(0); }
   Acc step(Acc acc, T v, int64_t) const { return acc + Acc(v); }
   Acc row(Acc acc, const T* p, int64_t n, int64_t stride, int64_t) const {
-    if constexpr (std::is_same_v<T, float>) {
-      // f32 runs: blocks of kBlock elements summed in f32 lanes (pure f32 adds, several times faster than
-      // converting every element), each block's lanes then added in f64.
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      // Contiguous runs: blocks of kBlock elements summed in 16 lanes of T (pure adds, several times faster than
+      // converting every f32 element), each block's lanes then added into an f64 total, compensated (Kahan) for
+      // f64, where the total is no wider than the lanes. A lane never sums more than kBlock / 16 elements, so the
+      // error does not grow with the length (the compiled kernels block the same way: docs/inductor.md).
       constexpr int64_t kBlock = 256;
       if (stride == 1) {
-        double total = 0;
+        double total = 0, compensation = 0;
         int64_t i = 0;
         for (; i + kBlock <= n; i += kBlock) {
-          float lanes[16] = {};
+          T lanes[16] = {};
           for (int64_t b = 0; b < kBlock; b += 16)
             for (int j = 0; j < 16; ++j) lanes[j] += p[i + b + j];
-          for (float l : lanes) total += double(l);
+          double block = 0;
+          for (T l : lanes) block += double(l);
+          const double y = block - compensation, t = total + y;
+          compensation = (t - total) - y;
+          total = t;
         }
         for (; i < n; ++i) total += double(p[i]);
         return acc + total;
@@ -258,9 +264,10 @@ struct ExtremumOps {
     if constexpr (std::is_floating_point_v<Acc>) return IsMax ? -INFINITY : INFINITY;
     else return IsMax ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
   }
-  // b replaces a when more extreme or NaN; a NaN `a` is kept (no number compares greater), so NaN propagates.
+  // The more extreme of a and b: NaN wins and -0 orders below +0 (ieee_maximum, the compiled kernels' rule), so
+  // the answer does not depend on the order elements are visited in.
   static Acc pick(Acc a, Acc b) {
-    if constexpr (std::is_floating_point_v<Acc>) return ((IsMax ? b > a : b < a) || b != b) ? b : a;
+    if constexpr (std::is_floating_point_v<Acc>) return IsMax ? ieee_maximum(a, b) : ieee_minimum(a, b);
     else return (IsMax ? b > a : b < a) ? b : a;
   }
   Acc step(Acc acc, T v, int64_t) const { return pick(acc, Acc(v)); }
@@ -394,7 +401,8 @@ std::vector<Tensor> any_all_kernel(const OpCall& c) {
 
 // ---------------------------------------------------------------- var / std / logsumexp (decompositions)
 
-// Variance in the compute dtype (f32 for f16/bf16): sum((x - mean)^2) / max(0, N - correction).
+// Variance in the compute dtype (f32 for f16/bf16): sum((x - mean)^2) / max(0, N - correction), centred by
+// centre_over (two passes over shifted data: rows of equal values give exactly 0).
 Tensor variance_compute(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   KILN_CHECK(is_floating(x.dtype()), "{}: input must be floating point, got {} (shape {}); convert it with to() "
@@ -404,7 +412,7 @@ Tensor variance_compute(const OpCall& c) {
   const bool keepdim = c.bool_(3);
   const double n = double(reduced_numel(x, dims));
   const Tensor xc = is_low_precision(x.dtype()) ? to(x, DType::F32) : x;
-  const Tensor centred = sub(xc, div(sum_keepdim(xc, dims), n));
+  const Tensor centred = centre_over(xc, dims).centred;
   const OptIntList sum_dims = dims.empty() ? OptIntList() : OptIntList(IntList(dims.begin(), dims.end()));
   return div(sum(mul(centred, centred), sum_dims, keepdim), std::max(0.0, n - correction));
 }

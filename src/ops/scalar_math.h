@@ -1,7 +1,7 @@
 // Scalar arithmetic with PyTorch's exact semantics where C++ differs or traps: wrapping negation, integer
-// division rounded toward zero or -inf, Python's remainder, floor division of floats, fmod as PyTorch's
-// vectorised kernels compute it, integer powers. One place for these rules: the eager kernels
-// (src/ops/pointwise.cpp) and the compiled kernels' runtime helpers (src/runtime/helpers.cpp) both use them.
+// division rounded toward zero or -inf, Python's remainder and floor division of floats (on the exact fmod),
+// float-to-integer conversion, integer powers. One place for these rules: the eager kernels (src/ops/, through
+// eager/loops.h) and the compiled kernels' runtime helpers (src/runtime/helpers.cpp) both use them.
 // Integer divisors must be non-zero (callers check).
 #pragma once
 #include <cmath>
@@ -36,17 +36,12 @@ T int_div_floor(T x, T y) {
     return T(x / y);
   }
 }
-// fmod as PyTorch's vectorised CPU kernels compute it (Sleef): exact, except NaN where |a / b| overflows T.
-template <class T>
-T kernel_fmod(T a, T b) {
-  if (std::isfinite(a) && b != T(0) && std::isinf(a / b)) return std::numeric_limits<T>::quiet_NaN();
-  return std::fmod(a, b);
-}
-// Python's floor division for floats (c10::div_floor_floating).
+// Python's floor division for floats (c10::div_floor_floating), on the exact remainder (std::fmod, as PyTorch's
+// scalar path; its vectorised Sleef fmod gives NaN where |a / b| overflows, a denormal divisor for one).
 template <class T>
 T float_div_floor(T a, T b) {
   if (b == T(0)) return a / b;
-  T mod = kernel_fmod(a, b);
+  T mod = std::fmod(a, b);
   T quot = (a - mod) / b;
   if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) quot -= T(1);
   if (quot == T(0)) return std::copysign(T(0), a / b);
@@ -59,7 +54,7 @@ T float_div_floor(T a, T b) {
 template <class T>
 T python_remainder(T x, T y) {
   if constexpr (std::is_floating_point_v<T>) {
-    T mod = kernel_fmod(x, y);
+    T mod = std::fmod(x, y);  // exact (see float_div_floor)
     if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) mod += y;
     return mod;
   } else if constexpr (std::is_signed_v<T>) {
@@ -69,6 +64,41 @@ T python_remainder(T x, T y) {
   } else {
     return T(x % y);
   }
+}
+
+// A float converted to an integer type as PyTorch's CPU kernels do on x86 (the truncating conversion
+// instructions, cvttss2si/cvttsd2si): toward zero; NaN, +-inf and values outside the range of the 64-bit (for
+// i64) or 32-bit (for every narrower type) conversion give that conversion's minimum, and narrower types then
+// keep the low bits of the 32-bit result (300.0 -> u8 44, 70000.0 -> i16 4464, 3e9 -> i16 0). C++'s conversion
+// is undefined outside the range; this one is defined everywhere. Eager (convert_element) and compiled kernels
+// (codegen_llvm.cpp `cast`) follow it.
+template <class To, class From>
+To float_to_int(From v) {
+  static_assert(std::is_integral_v<To> && !std::is_same_v<To, bool> && std::is_floating_point_v<From>);
+  const double d = double(v);
+  if constexpr (sizeof(To) == 8) {
+    if (!(d >= -0x1p63 && d < 0x1p63)) return To(std::numeric_limits<int64_t>::min());
+    return To(int64_t(d));
+  } else {
+    if (!(d > -0x1p31 - 1 && d < 0x1p31)) return To(uint32_t(std::numeric_limits<int32_t>::min()));
+    return To(uint32_t(int32_t(d)));
+  }
+}
+
+// IEEE 754-2019 maximum and minimum (llvm.maximum/minimum, what compiled kernels use): NaN wins and -0 orders
+// below +0, whatever the operand order. PyTorch's own answer for a pair of zeros depends on the operand order
+// and on whether the element falls in a vector; amax/amin follow the same rule (src/ops/reduction.cpp).
+template <class T>
+T ieee_maximum(T x, T y) {
+  if (x != x || y != y) return std::numeric_limits<T>::quiet_NaN();
+  if (x == y) return std::signbit(x) ? y : x;  // equal: only the zeros' signs can differ
+  return x < y ? y : x;
+}
+template <class T>
+T ieee_minimum(T x, T y) {
+  if (x != x || y != y) return std::numeric_limits<T>::quiet_NaN();
+  if (x == y) return std::signbit(x) ? x : y;
+  return y < x ? y : x;
 }
 
 // Integer power by squaring with wrap-around; negative exponents give 0 except for bases 1 and -1.

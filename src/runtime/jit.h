@@ -24,7 +24,7 @@ namespace kiln::runtime {
 using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* status);
 
 // Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
-inline constexpr int kCodegenVersion = 23;
+inline constexpr int kCodegenVersion = 24;
 
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
