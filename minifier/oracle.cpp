@@ -70,10 +70,8 @@ std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const 
   try {
     if (compile_only) (*compile_only)(g);
     else outs = find_backend(opts_.backend)(g, inputs);
-  } catch (const CompileError& e) {
-    return std::string("compile_error\n") + e.what();
   } catch (const std::exception& e) {
-    return std::string("runtime_error\n") + e.what();
+    return encode_backend_error(e);
   }
   return std::nullopt;
 }
@@ -162,8 +160,7 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
     case IsolatedResult::Kind::Hang: v.observed = {"hang", r.payload}; break;
     case IsolatedResult::Kind::Error: v.observed = {"invalid", r.payload}; break;
     case IsolatedResult::Kind::Ok: {
-      size_t nl = r.payload.find('\n');
-      v.observed = {r.payload.substr(0, nl), nl == std::string::npos ? "" : r.payload.substr(nl + 1)};
+      v.observed = decode_failure(r.payload);
     }
   }
   v.fails = matches_target(opts_.target, v.observed);

@@ -16,9 +16,14 @@ class Error : public std::runtime_error {
 
 // An error raised while compiling a graph (lowering, code generation, JIT), as opposed to running it. Tools
 // classify failures by it: compile_error vs runtime_error.
+// `stage()` names the compiler stage that failed (e.g. "inductor/codegen"), when known; repro files record it.
 class CompileError : public Error {
  public:
-  using Error::Error;
+  explicit CompileError(std::string msg, std::string stage = "") : Error(std::move(msg)), stage_(std::move(stage)) {}
+  const std::string& stage() const { return stage_; }
+
+ private:
+  std::string stage_;
 };
 
 template <class... A>
