@@ -16,6 +16,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "minifier/emit.h"
 #include "ops/api.h"
 
 namespace kiln::cli {
@@ -28,6 +29,7 @@ struct RunArgs {
   std::optional<uint64_t> seed;
   bool check = false;
   std::string dump_dir;
+  std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
 };
 
 int run_verify(const std::string& file) {
@@ -74,6 +76,18 @@ std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
   return out;
 }
 
+// `--emit torch`: the graph as a PyTorch script in the dump directory, reading the dumped inputs and
+// comparing PyTorch's eager outputs with kiln's (output_<k>.npy).
+void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
+  ReproFile r = make_repro(g);
+  r.backend = a.backend;
+  r.input_dir = ".";
+  const std::string path =
+      (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
+  write_file_atomic(path, minify::emit_torch(r, path));
+  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", path, path);
+}
+
 int run_run(const RunArgs& a) {
   const BackendFn& backend = find_backend(a.backend);
   graph::Graph g = graph::load_graph(a.file);
@@ -91,6 +105,7 @@ int run_run(const RunArgs& a) {
     if (!a.dump_dir.empty())
       write_npy((std::filesystem::path(a.dump_dir) / fmt::format("output_{}.npy", i)).string(), outputs[i]);
   }
+  if (!a.emit.empty()) emit_torch_beside_dump(g, a);
   if (!a.check) return 0;
 
   manual_seed(seed);
@@ -134,6 +149,11 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
   run->add_option("--dump", run_args.dump_dir,
                   "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");
+  run->add_option("--emit", run_args.emit,
+                  "with --dump DIR: also write DIR/<graph stem>.py, a PyTorch script of the graph that compares "
+                  "PyTorch's outputs with kiln's")
+      ->check(CLI::IsMember({"torch"}))
+      ->needs(run->get_option("--dump"));
   runners["run"] = [] { return run_run(run_args); };
 }
 
