@@ -136,6 +136,15 @@ TEST_F(ReproHook, OffWritesNothing) {
   EXPECT_TRUE(files_matching(debug(), R"(.*\.repro)").empty());
 }
 
+// capture and AOT are not built: choosing them must not look like a working hook.
+TEST_F(ReproHook, AStageNothingServesIsNamed) {
+  CliResult r = shell("kiln run " + example("conv_block.kir") + " --backend inductor",
+                      "KILN_REPRO_AFTER=aot KILN_INJECT=relu:compile_error KILN_DEBUG_DIR=" + path("debug"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "kiln: warning: KILN_REPRO_AFTER=aot: this compile serves stage backend")) << r.output;
+  EXPECT_TRUE(files_matching(debug(), R"(.*\.repro)").empty());
+}
+
 // ---------------------------------------------------------------- bisection
 
 const char* kTwice = R"(graph twice(%x: f32[8]) {

@@ -260,9 +260,16 @@ std::atomic<CompileHook*> g_compile_hook{nullptr};
 // without one, so the setting is never silently ignored.
 CompileHook* active_hook(const std::string& stage) {
   CompileHook* hook = g_compile_hook.load();
-  if (hook) return hook->wants(stage) ? hook : nullptr;
+  const std::string after = opt_string(Opt::ReproAfter);
+  if (hook && hook->wants(stage)) return hook;
+  static std::atomic<bool> warned_stage{false};
+  if (hook && !after.empty() && after != stage && !warned_stage.exchange(true))
+    std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER=%s: this compile serves stage %s, and nothing in kiln "
+                         "serves %s yet (no capture or AOT); no repros will be written\n", after.c_str(),
+                 stage.c_str(), after.c_str());
+  if (hook) return nullptr;
   static std::atomic<bool> warned{false};
-  if (!opt_string(Opt::ReproAfter).empty() && !warned.exchange(true))
+  if (!after.empty() && !warned.exchange(true))
     std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER is set, but this program does not install the repro hook "
                          "(link kiln_minifier and call kiln::install_repro_hook()); no repros will be written\n");
   return nullptr;
