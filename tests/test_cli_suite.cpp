@@ -291,6 +291,76 @@ TEST_F(CliTest, RunCheckAndMinifyAgreeOnIntegerMismatches) {
   EXPECT_EQ(acc.exit_code, 2) << acc.output;  // --accuracy ignores integer outputs, and says so
 }
 
+// ---------------------------------------------------------------- kiln minify's options, as documented
+
+class MinifyCli : public CliTest {
+ protected:
+  CliResult minify(const std::string& args, const std::string& inject = "relu:accuracy") {
+    return shell("kiln minify -q --backend inductor " + args, "KILN_INJECT=" + inject + " KILN_CACHE_DIR=" + path("cache"));
+  }
+};
+
+TEST_F(MinifyCli, StrictAccuracyComparesIntegerOutputs) {
+  std::string g = file("ints.kir", "graph ints(%a: i64[4], %b: i64[4]) {\n  %s = add(%a, %b) : i64[4]\n"
+                                   "  %t = mul(%s, 3) : i64[4]\n  return %t\n}\n");
+  CliResult r = minify("--strict-accuracy " + g + " -o " + path("s.repro"), "add:accuracy");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "FAIL by exact")) << r.output;
+  EXPECT_NE(shell("kiln minify --accuracy --strict-accuracy --backend inductor " + g).exit_code, 0);  // exclusive
+}
+
+TEST_F(MinifyCli, CheckStrSelectsTheError) {
+  const std::string g = example("conv_block.kir");
+  CliResult ok = minify(g + " -o " + path("c.repro") + " --check-str 'LLVM IR verification'", "relu:compile_error");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  CliResult other = minify(g + " -o " + path("c2.repro") + " --check-str nope", "relu:compile_error");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_TRUE(contains(other.output, "--check-str: the graph's failure (compile_error) does not contain \"nope\""))
+      << other.output;
+}
+
+TEST_F(MinifyCli, TolIsTheComparatorTolerance) {
+  CliResult loose = minify(example("conv_block.kir") + " -o " + path("t.repro") + " --tol 10");
+  EXPECT_EQ(loose.exit_code, 2) << loose.output;
+  EXPECT_TRUE(contains(loose.output, "within tolerance 10): nothing to minify")) << loose.output;
+  CliResult r = minify(example("conv_block.kir") + " -o " + path("t2.repro") + " --tol 0.001");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(read_text(path("t2.repro")), "\ntolerance: 0.001\n")) << read_text(path("t2.repro"));
+}
+
+// -j, --budget/--spill-dir, --inputs and --seed change how, never what: each ends on the relu.
+TEST_F(MinifyCli, JobsBudgetInputsAndSeedReachTheSameResult) {
+  const std::string g = example("conv_block.kir");
+  ASSERT_EQ(shell("kiln run " + g + " --seed 4 --dump " + path("in4")).exit_code, 0);
+  for (const std::string& args : {std::string("-j 2"), "--budget 0 --spill-dir " + dir_.string(),
+                                  "--inputs " + path("in4"), std::string("--seed 7")}) {
+    CliResult r = minify(g + " -o " + path("m.repro") + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "minified 5 -> 1 op nodes")) << args << ": " << r.output;
+    EXPECT_TRUE(contains(read_text(path("m.repro")), "= relu(")) << args;
+  }
+  CliResult missing = minify(g + " --budget 0 --spill-dir " + path("nonexistent/x"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_TRUE(contains(missing.output, "cannot create a temporary directory")) << missing.output;
+}
+
+TEST_F(MinifyCli, ResumeContinuesItsOwnRunOnly) {
+  ASSERT_EQ(minify(example("conv_block.kir") + " -o " + path("r.repro")).exit_code, 0);
+  CliResult again = minify(example("conv_block.kir") + " -o " + path("r.repro") + " --resume");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_TRUE(contains(again.output, "re-verified: kiln repro run: REPRODUCES")) << again.output;
+  CliResult other = minify(example("mlp.kir") + " -o " + path("r.repro") + " --resume");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_TRUE(contains(other.output, "cannot resume")) << other.output;
+}
+
+TEST_F(MinifyCli, ReproRunTakesATimeout) {
+  ASSERT_EQ(minify(example("conv_block.kir") + " -o " + path("r.repro"), "relu:crash").exit_code, 0);
+  CliResult r = shell("kiln repro run " + path("r.repro") + " --timeout 30");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "REPRODUCES: crash")) << r.output;
+}
+
 // ---------------------------------------------------------------- repro files and the comparator's words
 
 TEST_F(CliTest, MinifiedReproCarriesTheStage) {
