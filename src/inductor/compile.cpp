@@ -277,8 +277,8 @@ CompileHook* active_hook(const std::string& stage) {
 
 // The graph-level cache key, or nullopt when this compilation must really happen (see CompileOptions).
 std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOptions& options) {
-  if (!options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_list(Opt::BisectLimit).empty() || !opt_list(Opt::BisectDisable).empty() ||
-      !opt_string(Opt::DebugDir).empty() || log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) ||
+  if (!options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_list(Opt::BisectLimit).empty() ||
+      !opt_list(Opt::BisectDisable).empty() || !opt_string(Opt::DebugDir).empty() || log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) ||
       log_enabled(LogChannel::Lowering) || log_enabled(LogChannel::Bisect) || log_enabled(LogChannel::Graph))
     return std::nullopt;
   uint64_t h = g.structural_hash();

@@ -21,8 +21,8 @@ struct CompileOptions {
   std::string backend = "inductor";
   bool fuse = true;  // false: one kernel per node (for tests and ablation)
   // Return the already compiled program for a structurally equal graph compiled with the same options
-  // (in memory, this process). Never used while bisection, debug dumps or compiler logs are on, since those
-  // must see every compilation happen.
+  // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are
+  // on, since those must see every compilation happen.
   bool use_graph_cache = true;
 };
 

@@ -3,7 +3,6 @@
 // decompose_composites and lower_graph what they make of it.
 #include "inductor/lowering_probe.h"
 
-#include "graph/graph.h"
 #include "inductor/lowering.h"
 
 namespace kiln::inductor {
@@ -92,32 +91,37 @@ std::string OpLowering::str() const {
   return "?: " + reason;
 }
 
-OpLowering probe_lowering(const OpInfo& op) {
+std::optional<graph::Graph> one_node_graph(const OpInfo& op, std::string* why) {
   std::string last_error = "no candidate call";
   for (const Variant& v : variants()) {
-    graph::Graph g;
     try {
-      g = probe_graph(op, v);
+      return probe_graph(op, v);
     } catch (const Error& e) {
       last_error = e.what();
-      continue;
-    }
-    try {
-      const InjectSpec none;
-      graph::Graph decomposed = decompose_composites(g, none);
-      bool kept = false;  // the op's node survived decomposition
-      for (const graph::Node& n : decomposed.nodes()) kept |= n.kind == graph::NodeKind::Op && n.op == op.id;
-      if (!kept) return {OpLowering::Kind::Decomposed, ""};
-      LoweredGraph lg = lower_graph(decomposed, none);
-      for (const LoopNode& n : lg.nodes)
-        if (n.kind == LoopNode::Kind::Extern && decomposed.nodes()[size_t(n.graph_node)].op == op.id)
-          return {OpLowering::Kind::Extern, n.reason};
-      return {OpLowering::Kind::Lowered, ""};
-    } catch (const std::exception& e) {
-      return {OpLowering::Kind::Unknown, fmt::format("the probe call failed to lower: {}", e.what())};
     }
   }
-  return {OpLowering::Kind::Unknown, "no probe call passes shape inference (" + last_error + ")"};
+  if (why) *why = last_error;
+  return std::nullopt;
+}
+
+OpLowering probe_lowering(const OpInfo& op) {
+  std::string why;
+  std::optional<graph::Graph> g = one_node_graph(op, &why);
+  if (!g) return {OpLowering::Kind::Unknown, "no probe call passes shape inference (" + why + ")"};
+  try {
+    const InjectSpec none;
+    graph::Graph decomposed = decompose_composites(*g, none);
+    bool kept = false;  // the op's node survived decomposition
+    for (const graph::Node& n : decomposed.nodes()) kept |= n.kind == graph::NodeKind::Op && n.op == op.id;
+    if (!kept) return {OpLowering::Kind::Decomposed, ""};
+    LoweredGraph lg = lower_graph(decomposed, none);
+    for (const LoopNode& n : lg.nodes)
+      if (n.kind == LoopNode::Kind::Extern && decomposed.nodes()[size_t(n.graph_node)].op == op.id)
+        return {OpLowering::Kind::Extern, n.reason};
+    return {OpLowering::Kind::Lowered, ""};
+  } catch (const std::exception& e) {
+    return {OpLowering::Kind::Unknown, fmt::format("the probe call failed to lower: {}", e.what())};
+  }
 }
 
 }  // namespace kiln::inductor
