@@ -24,7 +24,7 @@
 #include "graph/text.h"
 #include "kiln_version.h"
 #include "ops/api.h"
-#include "repro/repro.h"
+#include "core/files.h"
 
 namespace kiln::gate {
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "repro/repro.h"
+#include "core/files.h"
 
 namespace kiln::gate {
 

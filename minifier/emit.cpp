@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -26,11 +27,26 @@ std::string py_list(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ", "));
 }
 
-std::string py_ident(const std::string& name) {
-  std::string s = "v_";
-  for (char c : name) s += (std::isalnum(uint8_t(c)) || c == '_') ? c : '_';
-  return s;
-}
+// One Python identifier per value name, injective: `%h.1` and `%h_1` both sanitise to `v_h_1`, so a later
+// name that sanitises to a taken identifier gets a numbered suffix.
+class PyNames {
+ public:
+  explicit PyNames(const graph::Graph& g) {
+    std::set<std::string> taken;
+    for (graph::ValueId id = 0; id < g.num_values(); ++id) {
+      std::string base = "v_";
+      for (char c : g.value(id).name) base += (std::isalnum(uint8_t(c)) || c == '_') ? c : '_';
+      std::string name = base;
+      for (int k = 2; taken.count(name); ++k) name = fmt::format("{}_{}", base, k);
+      taken.insert(name);
+      names_.push_back(name);
+    }
+  }
+  const std::string& operator()(graph::ValueId id) const { return names_.at(size_t(id)); }
+
+ private:
+  std::vector<std::string> names_;
+};
 
 std::string py_constant(const graph::Graph& g, graph::ValueId id, const Tensor& t) {
   std::vector<double> v = t.to_double_vector();
@@ -45,72 +61,182 @@ std::string py_constant(const graph::Graph& g, graph::ValueId id, const Tensor& 
                      py_list(t.sizes()));
 }
 
+// Whether a node argument equals its schema default (then it is left out: ATen's overloads differ in which
+// optional arguments they take, and `squeeze(x, None)` or `bernoulli(x, None)` match none of them).
+bool is_default_arg(const graph::Arg& a, const ArgSpec& spec) {
+  if (!spec.default_value) return false;
+  const IValue& d = *spec.default_value;
+  if (std::holds_alternative<std::monostate>(a)) return d.is_none();
+  if (auto* s = std::get_if<Scalar>(&a))
+    return d.is_scalar() && s->is_bool() == d.scalar().is_bool() && s->to_double() == d.scalar().to_double();
+  if (auto* l = std::get_if<IntList>(&a)) return d.is_int_list() && d.int_list() == *l;
+  if (auto* dt = std::get_if<DType>(&a)) return d.is_dtype() && d.dtype() == *dt;
+  if (auto* str = std::get_if<std::string>(&a)) return d.is_string() && d.string() == *str;
+  return false;
+}
+
+// How a kiln op is called in ATen where that differs from kiln's row: another name, an argument ATen requires
+// that kiln's schema leaves out, or no ATen operator at all (kiln's own backward helpers).
+struct AtenSpelling {
+  std::string_view kiln, aten, extra_args;
+};
+constexpr AtenSpelling kAtenSpellings[] = {
+    {"cross_entropy", "cross_entropy_loss", ""},
+    {"batch_norm", "batch_norm", "cudnn_enabled=False"},
+    {"conv2d_backward_input", "", ""},
+    {"conv2d_backward_weight", "", ""},
+    {"max_pool2d_backward", "", ""},
+    {"avg_pool2d_backward", "", ""},
+};
+
+const AtenSpelling* aten_spelling(std::string_view kiln_name) {
+  for (const AtenSpelling& a : kAtenSpellings)
+    if (a.kiln == kiln_name) return &a;
+  return nullptr;
+}
+
+// A node as one `torch.ops.aten` call: arguments in schema order, defaulted ones left out; after a left-out
+// argument the rest go by keyword.
+std::string py_call(const graph::Graph& g, const graph::Node& n, const PyNames& names) {
+  const Schema& sc = n.info().schema;
+  std::vector<std::string> args;
+  bool by_keyword = false;
+  for (size_t a = 0; a < n.args.size(); ++a) {
+    if (is_default_arg(n.args[a], sc.args[a])) {
+      by_keyword = true;
+      continue;
+    }
+    std::string v = std::visit([&](const auto& x) -> std::string {
+      using V = std::decay_t<decltype(x)>;
+      if constexpr (std::is_same_v<V, std::monostate>) return "None";
+      else if constexpr (std::is_same_v<V, graph::TensorArg>) return names(x.id);
+      else if constexpr (std::is_same_v<V, graph::TensorListArg>) {
+        std::vector<std::string> e;
+        for (graph::ValueId id : x.ids) e.push_back(id == graph::kNoValue ? "None" : names(id));
+        return fmt::format("[{}]", fmt::join(e, ", "));
+      } else if constexpr (std::is_same_v<V, Scalar>) return py_scalar(x);
+      else if constexpr (std::is_same_v<V, IntList>) {
+        // squeeze.dim (an int) is the overload every PyTorch has; squeeze.dims (a list) came with 2.0.
+        if (n.op == OpId::squeeze && x.size() == 1) return std::to_string(x[0]);
+        return py_list(x);
+      } else if constexpr (std::is_same_v<V, DType>) return std::string(dtype_torch_name(x));
+      else return py_str(x);
+    }, n.args[a]);
+    by_keyword |= sc.args[a].kwarg_only;
+    args.push_back(by_keyword ? sc.args[a].name + "=" + v : v);
+  }
+  const AtenSpelling* spelling = aten_spelling(n.info().name);
+  if (spelling && spelling->aten.empty())
+    return fmt::format("no_aten_op({})", py_str(std::string(n.info().name)));
+  if (spelling && !spelling->extra_args.empty()) args.emplace_back(spelling->extra_args);
+  return fmt::format("torch.ops.aten.{}({})", spelling ? spelling->aten : n.info().name, fmt::join(args, ", "));
+}
+
 }  // namespace
 
 std::string emit_torch(const ReproFile& r, const std::string& repro_path) {
   const graph::Graph& g = r.graph;
+  const PyNames names(g);
   std::string s;
-  s += "# Generated by `kiln minify --emit torch` from " + std::filesystem::path(repro_path).filename().string() +
-       ": the minified graph as PyTorch ATen calls\n";
-  s += fmt::format("# (kiln failure on backend {}: {}). Runs it eagerly and under torch.compile and compares.\n",
+  s += "# Generated by kiln (`kiln minify --emit torch` or `kiln run --dump DIR --emit torch`) from " +
+       std::filesystem::path(repro_path).filename().string() + ": the graph as PyTorch ATen calls\n";
+  s += fmt::format("# (kiln backend {}, recorded failure: {}). Runs it eagerly, compares with kiln's outputs where\n",
                    r.backend, r.expected.kind);
-  s += "# Usage: python3 <this file> [torch.compile backend, default inductor]\n";
+  s += "# the input directory holds them (output_<k>.npy), then under torch.compile and compares with eager.\n";
+  s += "# Usage: python3 <this file> [torch.compile backend, default inductor; `none`: eager only]\n";
+  s += "# Exit status: 0 when everything compared matches, 1 otherwise.\n";
   s += "import os\nimport sys\n\nimport numpy as np\nimport torch\n\n";
   s += "HERE = os.path.dirname(os.path.abspath(__file__))\n";
-  s += fmt::format("INPUT_DIR = os.path.join(HERE, {})\n\n", py_str(r.input_dir.empty() ? "." : r.input_dir));
+  s += fmt::format("INPUT_DIR = os.path.join(HERE, {})\n", py_str(r.input_dir.empty() ? "." : r.input_dir));
+  s += fmt::format("TOLERANCE = {}  # kiln's comparator tolerance; f16 and bf16 allow 1e-2 and 2e-2\n\n", r.tolerance);
+  s += R"PY(
+
+def load(name, dtype):
+    """One .npy file as written by kiln: bf16 is stored as its raw 16-bit patterns (<u2)."""
+    a = np.load(os.path.join(INPUT_DIR, name))
+    if dtype == torch.bfloat16:  # older PyTorch cannot take uint16 arrays: the same bits as int16
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
+
+
+def no_aten_op(name):
+    raise NotImplementedError(f"kiln op {name} is a kiln backward helper with no ATen operator")
+
+
+def same(expected, actual):
+    if expected.dtype != actual.dtype or expected.shape != actual.shape:
+        return False
+    if not expected.is_floating_point():
+        return torch.equal(expected, actual)
+    tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(expected.dtype, TOLERANCE)
+    return torch.allclose(expected.double(), actual.double(), rtol=tol, atol=tol, equal_nan=True)
+
+
+def report(what, expected, actual):
+    ok = True
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        good = same(e, a)
+        diff = (e.double() - a.double()).abs().max().item() if e.numel() and e.shape == a.shape else 0
+        print(f"{what}: output {i}: {'ok' if good else 'MISMATCH'} (max abs diff {diff})")
+        ok = ok and good
+    return ok and len(expected) == len(actual)
+
+)PY";
   s += "\nclass Repro(torch.nn.Module):\n";
   std::vector<std::string> params;
-  for (graph::ValueId id : g.inputs()) params.push_back(py_ident(g.value(id).name));
+  for (graph::ValueId id : g.inputs()) params.push_back(names(id));
   s += fmt::format("    def forward(self{}{}):\n", params.empty() ? "" : ", ", fmt::join(params, ", "));
   for (const graph::Node& n : g.nodes()) {
     if (n.kind == graph::NodeKind::Constant) {
-      s += fmt::format("        {} = {}\n", py_ident(g.value(n.outputs[0]).name), py_constant(g, n.outputs[0], n.constant));
+      s += fmt::format("        {} = {}\n", names(n.outputs[0]), py_constant(g, n.outputs[0], n.constant));
       continue;
     }
     const Schema& sc = n.info().schema;
-    std::vector<std::string> args;
-    for (size_t a = 0; a < n.args.size(); ++a) {
-      std::string v = std::visit([&](const auto& x) -> std::string {
-        using V = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<V, std::monostate>) return "None";
-        else if constexpr (std::is_same_v<V, graph::TensorArg>) return py_ident(g.value(x.id).name);
-        else if constexpr (std::is_same_v<V, graph::TensorListArg>) {
-          std::vector<std::string> e;
-          for (graph::ValueId id : x.ids) e.push_back(id == graph::kNoValue ? "None" : py_ident(g.value(id).name));
-          return fmt::format("[{}]", fmt::join(e, ", "));
-        } else if constexpr (std::is_same_v<V, Scalar>) return py_scalar(x);
-        else if constexpr (std::is_same_v<V, IntList>) return py_list(x);
-        else if constexpr (std::is_same_v<V, DType>) return std::string(dtype_torch_name(x));
-        else return py_str(x);
-      }, n.args[a]);
-      args.push_back(sc.args[a].kwarg_only ? sc.args[a].name + "=" + v : v);
-    }
     std::vector<std::string> outs;
-    for (graph::ValueId o : n.outputs) outs.push_back(py_ident(g.value(o).name));
-    std::string lhs = outs.size() == 1 && !sc.returns_list && sc.num_returns == 1 ? outs[0] : fmt::format("{}{}", fmt::join(outs, ", "), outs.size() == 1 ? "," : "");
-    s += fmt::format("        {} = torch.ops.aten.{}({})\n", lhs, n.info().name, fmt::join(args, ", "));
+    for (graph::ValueId o : n.outputs) outs.push_back(names(o));
+    std::string lhs = outs.size() == 1 && !sc.returns_list && sc.num_returns == 1
+                          ? outs[0] : fmt::format("{}{}", fmt::join(outs, ", "), outs.size() == 1 ? "," : "");
+    s += fmt::format("        {} = {}\n", lhs, py_call(g, n, names));
   }
   std::vector<std::string> results;
-  for (graph::ValueId id : g.outputs()) results.push_back(py_ident(g.value(id).name));
+  for (graph::ValueId id : g.outputs()) results.push_back(names(id));
   s += fmt::format("        return ({}{})\n\n\n", fmt::join(results, ", "), results.size() == 1 ? "," : "");
   s += "def load_inputs():\n    return [\n";
   for (graph::ValueId id : g.inputs())
-    s += fmt::format("        torch.from_numpy(np.load(os.path.join(INPUT_DIR, {}))),\n", py_str(graph::input_file_name(g.value(id).name)));
+    s += fmt::format("        load({}, {}),\n", py_str(graph::input_file_name(g.value(id).name)),
+                     dtype_torch_name(g.value(id).meta.dtype));
   s += "    ]\n\n\n";
-  s += fmt::format(
-      "if __name__ == \"__main__\":\n"
-      "    backend = sys.argv[1] if len(sys.argv) > 1 else \"inductor\"\n"
-      "    inputs = load_inputs()\n"
-      "    model = Repro()\n"
-      "    expected = model(*[x.clone() for x in inputs])\n"
-      "    actual = torch.compile(model, backend=backend)(*[x.clone() for x in inputs])\n"
-      "    ok = True\n"
-      "    for i, (e, a) in enumerate(zip(expected, actual)):\n"
-      "        same = torch.allclose(e.double(), a.double(), rtol={0}, atol={0}, equal_nan=True) if e.is_floating_point() else torch.equal(e, a)\n"
-      "        print(f\"output {{i}}: {{'ok' if same else 'MISMATCH'}} (max abs diff {{(e.double() - a.double()).abs().max().item() if e.numel() else 0}})\")\n"
-      "        ok = ok and same\n"
-      "    print(\"torch.compile matches eager\" if ok else \"torch.compile DIFFERS from eager\")\n"
-      "    sys.exit(0 if ok else 1)\n", r.tolerance);
+  std::vector<std::string> out_dtypes;
+  for (graph::ValueId id : g.outputs()) out_dtypes.push_back(std::string(dtype_torch_name(g.value(id).meta.dtype)));
+  s += fmt::format("OUTPUT_DTYPES = [{}]\n\n\n", fmt::join(out_dtypes, ", "));
+  s += R"PY(def kiln_outputs():
+    """kiln's outputs (`kiln run --dump`), when the input directory holds them."""
+    files = [f"output_{k}.npy" for k in range(len(OUTPUT_DTYPES))]
+    if not all(os.path.exists(os.path.join(INPUT_DIR, f)) for f in files):
+        return None
+    return [load(f, dt) for f, dt in zip(files, OUTPUT_DTYPES)]
+
+
+if __name__ == "__main__":
+    backend = sys.argv[1] if len(sys.argv) > 1 else "inductor"
+    inputs = load_inputs()
+    model = Repro()
+    expected = model(*[x.clone() for x in inputs])
+    ok = True
+    kiln = kiln_outputs()
+    if kiln is not None:
+        ok = report("PyTorch eager vs kiln", expected, kiln) and ok
+    if backend == "none":
+        print("torch.compile skipped (backend none)")
+    elif not hasattr(torch, "compile"):
+        print(f"torch.compile skipped: PyTorch {torch.__version__} has no torch.compile")
+    else:
+        actual = torch.compile(model, backend=backend)(*[x.clone() for x in inputs])
+        good = report("torch.compile vs eager", expected, actual)
+        print("torch.compile matches eager" if good else "torch.compile DIFFERS from eager")
+        ok = ok and good
+    sys.exit(0 if ok else 1)
+)PY";
   return s;
 }
 

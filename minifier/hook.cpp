@@ -9,6 +9,7 @@
 #include "graph/compare.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
+#include "inductor/compile.h"
 #include "minifier/minifier.h"
 #include "ops/api.h"
 
@@ -90,6 +91,7 @@ std::string on_compile_failure(const graph::Graph& g, const std::vector<Tensor>*
                 ((failure.kind == "runtime_error" || failure.kind == "crash" || failure.kind == "hang") && lv >= 3) ||
                 (failure.kind == "accuracy" && lv >= 4);
   if (!wanted) return "";
+  on_compile_done(g);  // the failure's own repro replaces the pending one
   try {
     return write_and_maybe_minify(g, inputs_or_seeded(g, inputs), failure, backend, lv >= 2);
   } catch (const std::exception& e) {
@@ -116,6 +118,34 @@ void on_compile_done(const graph::Graph& g) {
   std::string path = (std::filesystem::path(debug_dir()) / fmt::format("pending_{:016x}.repro", g.structural_hash())).string();
   std::filesystem::remove(path, ec);
   std::filesystem::remove_all(path + ".inputs", ec);
+}
+
+namespace {
+
+// kiln::compile's view of the hook (src/inductor/compile.h).
+class ReproCompileHook final : public CompileHook {
+ public:
+  bool wants(const std::string& stage) override { return repro_hook_wants(stage); }
+  bool wants_accuracy() override { return hook_on() && level() >= 4; }
+  void compile_started(const graph::Graph& g, const std::string& backend) override {
+    on_compile_start(g, nullptr, backend);
+  }
+  void failed(const graph::Graph& g, const std::vector<Tensor>* inputs, const std::string& kind,
+              const std::string& message, const std::string& stage, const std::string& backend) override {
+    on_compile_failure(g, inputs, FailureSignature{kind, message, stage}, backend);
+  }
+  void first_run_succeeded(const graph::Graph& g) override { on_compile_done(g); }
+  void check_accuracy(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                      const std::string& backend) override {
+    check_accuracy_after_compile(g, inputs, outputs, backend);
+  }
+};
+
+}  // namespace
+
+void install_repro_hook() {
+  static ReproCompileHook hook;
+  set_compile_hook(&hook);
 }
 
 FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::vector<Tensor>& inputs,

@@ -3,6 +3,10 @@
 // and never change what the caller does next (the caller still reports its own error): a debug hook must not
 // change the bug.
 //
+// kiln::compile calls these through its CompileHook interface (src/inductor/compile.h) once
+// install_repro_hook() has installed it (the kiln CLI does at start-up); the functions below stay callable
+// directly for other compile entry points.
+//
 // Contract for the caller (kiln::compile):
 //   - Call repro_hook_wants(stage) to learn whether the hook is on for the graph at `stage`: "capture" (the
 //     captured graph, before AOT), "aot" (forward/backward graphs after AOT, as handed to the inductor) or
@@ -31,6 +35,9 @@
 #include "repro/repro.h"
 
 namespace kiln {
+
+// Installs the hook into kiln::compile (idempotent).
+void install_repro_hook();
 
 bool repro_hook_wants(std::string_view stage);
 

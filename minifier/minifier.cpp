@@ -71,6 +71,7 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
   r.config = config;
   r.tolerance = tolerance;
   r.expected = failure;
+  r.stage = failure.stage;
   if (g.inputs().empty()) {
     r.input_seed = 0;
   } else {
@@ -170,7 +171,9 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   fo.timeout_s = opts.timeout_s;
   fo.jobs = opts.jobs;
   fo.seed_state = seed_state;
-  fo.target.strict_accuracy = opts.strict_accuracy;
+  // Without --accuracy the target is whatever the original shows, judged as `kiln run --check` judges it:
+  // integer and bool outputs compare exactly. --accuracy alone ignores them; --strict-accuracy does not.
+  fo.target.strict_accuracy = opts.strict_accuracy || !opts.accuracy;
   fo.target.check_str = opts.check_str;
   find_backend(opts.backend);  // an unknown backend is an error before any work
 

@@ -72,10 +72,8 @@ std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const 
     if (const BackendCompileFn* compile = find_backend_compiler(opts_.backend)) (*compile)(g);
     isolated_run_starts();
     if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
-  } catch (const CompileError& e) {
-    return std::string("compile_error\n") + e.what();
   } catch (const std::exception& e) {
-    return std::string("runtime_error\n") + e.what();
+    return encode_backend_error(e);
   }
   return std::nullopt;
 }
@@ -167,8 +165,7 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
       // work failing (reading recorded values back, writing outputs): every verdict after it would be wrong.
       fail("a minifier child could not judge its candidate: {}", r.payload);
     case IsolatedResult::Kind::Ok: {
-      size_t nl = r.payload.find('\n');
-      v.observed = {r.payload.substr(0, nl), nl == std::string::npos ? "" : r.payload.substr(nl + 1)};
+      v.observed = decode_failure(r.payload);
     }
   }
   v.fails = matches_target(opts_.target, v.observed);

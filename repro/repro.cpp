@@ -33,6 +33,26 @@ bool same_failure(const FailureSignature& expected, const FailureSignature& actu
   return true;  // crash, hang and accuracy failures match by kind
 }
 
+std::string encode_failure(const FailureSignature& f) {
+  return f.kind + (f.stage.empty() ? "" : "@" + f.stage) + "\n" + f.message;
+}
+
+FailureSignature decode_failure(const std::string& payload) {
+  size_t nl = payload.find('\n');
+  std::string head = payload.substr(0, nl);
+  FailureSignature f;
+  size_t at = head.find('@');
+  f.kind = head.substr(0, at);
+  if (at != std::string::npos) f.stage = head.substr(at + 1);
+  if (nl != std::string::npos) f.message = payload.substr(nl + 1);
+  return f;
+}
+
+std::string encode_backend_error(const std::exception& e) {
+  if (auto* c = dynamic_cast<const CompileError*>(&e)) return encode_failure({"compile_error", c->what(), c->stage()});
+  return encode_failure({"runtime_error", e.what()});
+}
+
 namespace {
 
 // Input files of repros written before kiln hashed with SHA-256 record a 64-bit FNV-1a hash; still accepted.

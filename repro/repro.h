@@ -21,8 +21,15 @@ inline constexpr int kReproFormatVersion = 1;
 struct FailureSignature {
   std::string kind = "none";
   std::string message;  // the error message, the signal, or the comparator's verdict
+  std::string stage;    // the compiler stage that raised a compile error (CompileError::stage), when known
   bool failed() const { return kind != "none"; }
 };
+
+// How a forked child reports what happened to its parent: "<kind>[@<stage>]\n<message>", and back.
+std::string encode_failure(const FailureSignature& f);
+FailureSignature decode_failure(const std::string& payload);
+// The report of an exception thrown by a backend: compile_error (with its stage) or runtime_error.
+std::string encode_backend_error(const std::exception& e);
 
 // Errors equal "modulo names and numbers": %value names and digits are masked before comparing.
 std::string normalize_failure_message(const std::string& msg);

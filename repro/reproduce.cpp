@@ -66,17 +66,15 @@ FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& 
       if (compile) (*compile)(g);
       isolated_run_starts();
       outs = run_backend(g, detached_clones(inputs));
-    } catch (const CompileError& e) {
-      return std::string("compile_error\n") + e.what();
     } catch (const Error& e) {
-      return std::string("runtime_error\n") + e.what();
+      return encode_backend_error(e);
     }
     std::vector<Tensor> expected;
     for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
     CompareOptions opts;
     opts.tol = tolerance;
     CompareVerdict v = compare_outputs(expected, outs, reference, opts);
-    return v.ok ? std::string("none\n") : "accuracy\n" + v.str();
+    return encode_failure(v.ok ? FailureSignature{} : FailureSignature{"accuracy", v.str()});
   }, timeout_s, setup_limit_for(timeout_s));
   switch (r.kind) {
     case IsolatedResult::Kind::Crash: return {"crash", r.payload};
@@ -84,8 +82,7 @@ FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& 
     case IsolatedResult::Kind::Error: return {"runtime_error", r.payload};
     case IsolatedResult::Kind::Ok: break;
   }
-  size_t nl = r.payload.find('\n');
-  return {r.payload.substr(0, nl), nl == std::string::npos ? "" : r.payload.substr(nl + 1)};
+  return decode_failure(r.payload);
 }
 
 ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double timeout_s) {

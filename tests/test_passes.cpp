@@ -237,21 +237,21 @@ TEST(PassManager, BisectionHookSkipsPassApplications) {
 })";
   reset_bisect_counts();
   {
-    ScopedOption limit(Opt::BisectLimit, "opt:cse=1");
+    ScopedOption limit(Opt::BisectLimit, "passes:cse=1");  // every pipeline's passes ask under stage `passes`
     Graph first = parse_graph(text), second = parse_graph(text);
     EXPECT_TRUE(run_pipeline(first, {cse_pass()}, "opt"));    // application #0 runs
     EXPECT_FALSE(run_pipeline(second, {cse_pass()}, "opt"));  // application #1 is over the limit
     EXPECT_EQ(second.num_op_nodes(), 3);
   }
   {
-    ScopedOption disable(Opt::BisectDisable, "opt");
+    ScopedOption disable(Opt::BisectDisable, "passes");
     Graph g = parse_graph(text);
     EXPECT_FALSE(run_pipeline(g, {cse_pass(), dce_pass()}, "opt"));
   }
   auto counts = bisect_counts();
-  EXPECT_EQ((counts[{"opt", "cse"}]), 3);
-  EXPECT_EQ((counts[{"opt", "dce"}]), 1);
-  EXPECT_THROW(ScopedOption bad(Opt::BisectLimit, "opt:cse=many"), Error);  // rejected when set (options.h)
+  EXPECT_EQ((counts[{"passes", "cse"}]), 3);
+  EXPECT_EQ((counts[{"passes", "dce"}]), 1);
+  EXPECT_THROW(ScopedOption bad(Opt::BisectLimit, "passes:cse=many"), Error);  // rejected when set (options.h)
 }
 
 TEST(Bisect, StageLimitsCountAcrossSubsystems) {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gate/bench.h"
-#include "repro/repro.h"
+#include "core/files.h"
 
 namespace kiln::cli {
 

@@ -13,7 +13,7 @@
 #include "gate/report.h"
 #include "gate/suite.h"
 #include "kiln_version.h"
-#include "repro/repro.h"
+#include "core/files.h"
 
 namespace kiln::cli {
 

@@ -17,6 +17,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "minifier/emit.h"
 #include "ops/api.h"
 #include "tools/cli_checks.h"
 
@@ -30,6 +31,7 @@ struct RunArgs {
   std::optional<uint64_t> seed;
   bool check = false;
   std::string dump_dir;
+  std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
 };
 
 int run_verify(const std::string& file) {
@@ -79,6 +81,18 @@ std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
   return out;
 }
 
+// `--emit torch`: the graph as a PyTorch script in the dump directory, reading the dumped inputs and
+// comparing PyTorch's eager outputs with kiln's (output_<k>.npy).
+void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
+  ReproFile r = make_repro(g);
+  r.backend = a.backend;
+  r.input_dir = ".";
+  const std::string path =
+      (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
+  write_file_atomic(path, minify::emit_torch(r, path));
+  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", path, path);
+}
+
 int run_run(const RunArgs& a) {
   const BackendFn& backend = find_backend(a.backend);
   graph::Graph g = graph::load_graph(a.file);
@@ -100,6 +114,7 @@ int run_run(const RunArgs& a) {
     if (!a.dump_dir.empty())
       write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
+  if (!a.emit.empty()) emit_torch_beside_dump(g, a);
   if (!a.check) return 0;
 
   manual_seed(seed);
@@ -144,6 +159,11 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
   run->add_option("--dump", run_args.dump_dir,
                   "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");
+  run->add_option("--emit", run_args.emit,
+                  "with --dump DIR: also write DIR/<graph stem>.py, a PyTorch script of the graph that compares "
+                  "PyTorch's outputs with kiln's")
+      ->check(CLI::IsMember({"torch"}))
+      ->needs(run->get_option("--dump"));
   runners["run"] = [] { return run_run(run_args); };
 }
 

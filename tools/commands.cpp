@@ -19,6 +19,8 @@
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "eager/philox.h"
+#include "inductor/lowering_probe.h"
+#include "minifier/hook.h"
 #include "tools/cmd_graph.h"
 
 namespace kiln::cli {
@@ -29,23 +31,32 @@ std::map<std::string, Runner>& runners() {
   return r;
 }
 
+// The op table; the inductor column is what kiln's own decomposition and lowering do with each op
+// (inductor/lowering_probe.h): lowered to loop IR, decomposed into other ops, or an extern call (the reason
+// follows the schema), `?` where no probe call could be built.
 int run_ops(bool missing_only) {
-  fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<8}  {}\n", "op", "kind", "diff", "eager", "vjp", "decomp",
-             "lowering", "schema");
-  int counts[5] = {};
+  fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<10}  {}\n", "op", "kind", "diff", "eager", "vjp", "decomp",
+             "inductor", "schema");
+  int counts[3] = {};
+  std::map<inductor::OpLowering::Kind, int> by_lowering;
   for (const OpInfo& op : all_ops()) {
-    bool has[5] = {op.kernel != nullptr, op.vjp != nullptr, op.decomp != nullptr, op.lowering != nullptr, true};
-    for (int i = 0; i < 4; ++i) counts[i] += has[i];
+    bool has[3] = {op.kernel != nullptr, op.vjp != nullptr, op.decomp != nullptr};
+    for (int i = 0; i < 3; ++i) counts[i] += has[i];
+    inductor::OpLowering lowering = inductor::probe_lowering(op);
+    ++by_lowering[lowering.kind];
     bool incomplete = (!op.kernel && !op.decomp) || (op.differentiable && !op.vjp && !op.decomp) ||
                       (op.kind == OpKind::Composite && !op.decomp) || (!op.infer && !op.decomp);
     if (missing_only && !incomplete) continue;
     auto mark = [](bool b) { return b ? "yes" : "-"; };
-    fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<8}  {}\n", op.name, op_kind_name(op.kind),
-               op.differentiable ? "yes" : "no", mark(has[0]), mark(has[1]), mark(has[2]), mark(has[3]),
-               op.schema.str());
+    std::string column = lowering.str().substr(0, lowering.str().find(':'));
+    fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<10}  {}{}\n", op.name, op_kind_name(op.kind),
+               op.differentiable ? "yes" : "no", mark(has[0]), mark(has[1]), mark(has[2]), column, op.schema.str(),
+               lowering.reason.empty() ? "" : "  [" + lowering.reason + "]");
   }
-  fmt::print("\n{} ops: {} with an eager kernel, {} with a VJP, {} with a decomposition, {} with a lowering\n",
-             all_ops().size(), counts[0], counts[1], counts[2], counts[3]);
+  using K = inductor::OpLowering::Kind;
+  fmt::print("\n{} ops: {} with an eager kernel, {} with a VJP, {} with a decomposition; inductor: {} lowered, {} "
+             "decomposed, {} extern, {} unknown\n", all_ops().size(), counts[0], counts[1], counts[2],
+             by_lowering[K::Lowered], by_lowering[K::Decomposed], by_lowering[K::Extern], by_lowering[K::Unknown]);
   return 0;
 }
 
@@ -78,6 +89,7 @@ int run_demo() {
 
 void add_commands(CLI::App& app) {
   app.parse_complete_callback([] { load_options(); });
+  install_repro_hook();  // KILN_REPRO_AFTER / KILN_REPRO_LEVEL in every command that compiles
   // Printed while parsing; CLI::Success ends the program with exit code 0.
   app.add_flag_callback("--help-options", [] {
     fmt::print("{}", options_help_text());
@@ -89,7 +101,8 @@ void add_commands(CLI::App& app) {
   }, "print the options table as Markdown (docs/options.md is this output)");
 
   auto* ops = app.add_subcommand("ops", "print the op table: per op, whether it has an eager kernel, a VJP, a "
-                                        "decomposition and a lowering");
+                                        "decomposition, and what the inductor does with it (lowered, decomposed, "
+                                        "extern with the reason)");
   static bool missing_only = false;
   ops->add_flag("--missing", missing_only, "list only ops that lack something they need");
   runners()["ops"] = [] { return run_ops(missing_only); };

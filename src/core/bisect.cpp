@@ -2,6 +2,7 @@
 // KILN_BISECT_DISABLE and KILN_BISECT_LIMIT options.
 #include "core/bisect.h"
 
+#include <cstdio>
 #include <mutex>
 
 #include "core/error.h"
@@ -42,7 +43,87 @@ std::optional<int64_t> limit_for(const std::vector<std::string>& entries, std::s
   return std::nullopt;
 }
 
+constexpr std::pair<std::string_view, std::string_view> kSites[] = {
+    {"passes", "constant_folding"}, {"passes", "cse"},       {"passes", "dce"},
+    {"inductor", "decomposition"},  {"inductor", "lowering"}, {"inductor", "inline"},
+    {"inductor", "nan_insensitive_max"}, {"inductor", "fusion"}, {"inductor", "localise"},
+    {"inductor", "stream"},         {"inductor", "defer"},    {"inductor", "accumulate"},
+};
+
+bool is_site(std::string_view stage, std::string_view subsystem) {
+  for (const auto& [st, sub] : kSites)
+    if (st == stage && (subsystem.empty() || sub == subsystem)) return true;
+  return false;
+}
+
+// The `stage:subsystem` or `stage` part of a setting entry (before '=' for KILN_BISECT_LIMIT).
+std::string_view entry_key(std::string_view entry, bool has_limit) {
+  return has_limit ? entry.substr(0, entry.rfind('=')) : entry;
+}
+
+std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
+  size_t colon = key.find(':');
+  if (colon == std::string_view::npos) return {key, {}};
+  return {key.substr(0, colon), key.substr(colon + 1)};
+}
+
+std::string closest_site(std::string_view key) {
+  std::string best;
+  int best_d = 1 << 30;
+  auto consider = [&](const std::string& name) {
+    if (int d = edit_distance(key, name); d < best_d) best_d = d, best = name;
+  };
+  for (const auto& [st, sub] : kSites) consider(std::string(st)), consider(fmt::format("{}:{}", st, sub));
+  return best;
+}
+
+std::string site_list() {
+  std::vector<std::string> names;
+  for (const auto& [st, sub] : kSites) names.push_back(fmt::format("{}:{}", st, sub));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
 }  // namespace
+
+const std::vector<std::pair<std::string_view, std::string_view>>& bisect_sites() {
+  static const std::vector<std::pair<std::string_view, std::string_view>> sites(std::begin(kSites), std::end(kSites));
+  return sites;
+}
+
+void check_bisect_settings() {
+  for (Opt opt : {Opt::BisectDisable, Opt::BisectLimit}) {
+    const bool has_limit = opt == Opt::BisectLimit;
+    for (const std::string& e : opt_list(opt)) {
+      if (has_limit) limit_for({e}, entry_key(e, true));  // checks the entry's `=N` form
+      std::string_view key = entry_key(e, has_limit);
+      auto [stage, subsystem] = split_key(key);
+      KILN_CHECK(is_site(stage, subsystem) && (key.find(':') == std::string_view::npos || !subsystem.empty()),
+                 "{} entry '{}': no bisection site is called '{}'; did you mean '{}'? (sites: {}; a stage alone "
+                 "names all its sites)", option_spec(opt).env, e, key, closest_site(key), site_list());
+    }
+  }
+}
+
+void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
+                                     const std::string& what) {
+  const auto now = bisect_counts();
+  auto asked = [&](std::string_view stage, std::string_view subsystem) {
+    for (const auto& [site, n] : now) {
+      if (site.first != stage || (!subsystem.empty() && site.second != subsystem)) continue;
+      auto it = before.find(site);
+      if (n > (it == before.end() ? 0 : it->second)) return true;
+    }
+    return false;
+  };
+  for (Opt opt : {Opt::BisectDisable, Opt::BisectLimit}) {
+    for (const std::string& e : opt_list(opt)) {
+      auto [stage, subsystem] = split_key(entry_key(e, opt == Opt::BisectLimit));
+      if (!asked(stage, subsystem))
+        std::fprintf(stderr, "kiln: warning: %s=%s changed nothing while %s: that site was never asked\n",
+                     std::string(option_spec(opt).env).c_str(), e.c_str(), what.c_str());
+    }
+  }
+}
 
 bool should_run(std::string_view stage, std::string_view subsystem, const std::function<std::string()>& debug_info) {
   std::string key = fmt::format("{}:{}", stage, subsystem);

@@ -10,12 +10,26 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 
 // Returns whether this application of `subsystem` in `stage` may run, and counts it. `debug_info` describes
 // the site (e.g. the node a pass is about to rewrite); it is only called when the `bisect` log channel is on.
 bool should_run(std::string_view stage, std::string_view subsystem, const std::function<std::string()>& debug_info);
+
+// Every site of kiln that asks should_run, as (stage, subsystem): the registry KILN_BISECT_DISABLE /
+// KILN_BISECT_LIMIT entries are checked against (tests/test_cli_suite.cpp checks it against the sources).
+const std::vector<std::pair<std::string_view, std::string_view>>& bisect_sites();
+
+// Throws kiln::Error when a KILN_BISECT_DISABLE or KILN_BISECT_LIMIT entry names a stage or stage:subsystem
+// that no site has (with the closest valid name), so a misspelt bisection never quietly tests nothing.
+void check_bisect_settings();
+
+// After a compile: warns on stderr about each KILN_BISECT_* entry whose site(s) were not asked since
+// `before` (a bisect_counts() snapshot): the setting changed nothing in `what`.
+void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
+                                     const std::string& what);
 
 // Applications asked so far per (stage, subsystem), including refused ones.
 std::map<std::pair<std::string, std::string>, int64_t> bisect_counts();

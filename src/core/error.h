@@ -24,9 +24,15 @@ class Error : public std::runtime_error {
 // An error raised while compiling a graph (lowering, code generation, JIT), as opposed to running it. Tools
 // classify failures by it: compile_error vs runtime_error. kiln::compile turns every failure of the compiler
 // itself (a broken invariant, a std::exception) into an internal CompileError.
+// `stage()` names the compiler stage that failed (e.g. "inductor/codegen"), when known; repro files record it.
 class CompileError : public Error {
  public:
-  using Error::Error;
+  explicit CompileError(std::string msg, std::string stage = "", bool internal = false)
+      : Error(std::move(msg), internal), stage_(std::move(stage)) {}
+  const std::string& stage() const { return stage_; }
+
+ private:
+  std::string stage_;
 };
 
 template <class... A>

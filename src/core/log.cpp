@@ -17,12 +17,10 @@ struct ChannelRow {
   std::string_view name, help;
 };
 constexpr ChannelRow kChannels[kNumLogChannels] = {
-    {"graph", "graphs as they enter and leave each stage"},
+    {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline"},
     {"passes", "which pass ran and whether it changed the graph"},
     {"output_code", "generated code"},
     {"fusion", "fusion decisions, and why a fusion was refused"},
-    {"recompiles", "recompilations and the guard that failed"},
-    {"guards", "guards installed by capture"},
     {"bisect", "every decision of the bisection hook should_run()"},
     {"interpreter", "each node the reference interpreter runs"},
     {"cache", "kernel cache hits, misses and evictions"},

@@ -11,12 +11,10 @@
 namespace kiln {
 
 enum class LogChannel : uint8_t {
-  Graph,        // graphs as they enter and leave each stage
+  Graph,        // graphs as they enter and leave each stage (the inductor, each pass pipeline)
   Passes,       // which pass ran and whether it changed the graph
   OutputCode,   // generated code
   Fusion,       // fusion decisions and why a fusion was refused
-  Recompiles,   // recompilations and the guard that failed
-  Guards,       // guards installed by capture
   Bisect,       // every should_run() decision of the bisection hook
   Interpreter,  // each node the reference interpreter runs
   Cache,        // kernel cache hits, misses and evictions

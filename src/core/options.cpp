@@ -13,6 +13,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/bisect.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "ops/op_info.h"
@@ -498,7 +499,7 @@ std::string options_markdown() {
     out += fmt::format("| `{}` | {} |\n", log_channel_name(LogChannel(i)), log_channel_help(LogChannel(i)));
   out +=
       "\n## Bisection\n\n"
-      "Every pass application (and later every lowering, decomposition and fusion) asks one hook,\n"
+      "Every pass application, decomposition, lowering and fusion decision asks one hook,\n"
       "`should_run(stage, subsystem, debug_info)` (src/core/bisect.h), before it acts. The hook counts the\n"
       "applications of each `stage:subsystem` (and of each stage) from 0 in the order they are asked and\n"
       "answers false when\n\n"
@@ -507,8 +508,13 @@ std::string options_markdown() {
       "  more: only the first N applications run.\n\n"
       "A skipped application leaves a correct (possibly slower) program, so a bisector can binary-search N for\n"
       "the first application that makes a result wrong. The `bisect` log channel prints each decision with\n"
-      "its count and the site's debug info. Stages and subsystems so far: `passes` with one subsystem per\n"
-      "pass name (`dce`, `cse`, `constant_folding`).\n";
+      "its count and the site's debug info. An entry that names no site (a misspelt stage or subsystem) is\n"
+      "an error naming the closest site; an entry whose site was never asked while compiling a graph gets a\n"
+      "warning after that compile (the setting changed nothing). The sites (`stage:subsystem`):\n\n";
+  std::map<std::string_view, std::vector<std::string_view>> by_stage;
+  for (const auto& [stage, subsystem] : bisect_sites()) by_stage[stage].push_back(subsystem);
+  for (const auto& [stage, subsystems] : by_stage)
+    out += fmt::format("- `{}`: {}\n", stage, fmt::format("`{}`", fmt::join(subsystems, "`, `")));
   return out;
 }
 

@@ -27,6 +27,8 @@ struct OutputVerdict {
   int64_t mismatched = 0;            // elements outside atol + rtol*|expected|
   int64_t numel = 0;
   double rmse_actual = NAN, rmse_expected = NAN, multiplier = NAN;  // the RMSE rule's figures, when used
+  double rmse_slack = 0;                                            // the rule's `+ tol / 10`
+  double rmse_allowed() const { return multiplier * rmse_expected + rmse_slack; }
   std::string detail;                // e.g. "dtype f32 vs f16"
 };
 

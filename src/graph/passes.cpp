@@ -226,10 +226,11 @@ bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
     save_graph(g, (std::filesystem::path(dump_dir) / "00_input.kir").string());
   }
   if (verify) verify_graph(g, fmt::format("<{}: input graph>", stage));
+  KILN_LOG(LogChannel::Graph, "{}: graph {} enters the passes:\n{}", stage, g.name, print_graph(g));
   bool any_changed = false;
   for (size_t i = 0; i < pipeline.size(); ++i) {
     const Pass& pass = pipeline[i];
-    if (!should_run(stage, pass.name, [&] { return fmt::format("graph {} ({} nodes)", g.name, g.nodes().size()); })) {
+    if (!should_run("passes", pass.name, [&] { return fmt::format("graph {} in {} ({} nodes)", g.name, stage, g.nodes().size()); })) {
       KILN_LOG(LogChannel::Passes, "{}: {} skipped by the bisection hook", stage, pass.name);
       continue;
     }
@@ -249,6 +250,8 @@ bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
       save_graph(g, (std::filesystem::path(dump_dir) / fmt::format("{:02}_{}.kir", i + 1, pass.name)).string());
     any_changed |= changed;
   }
+  KILN_LOG(LogChannel::Graph, "{}: graph {} leaves the passes{}:\n{}", stage, g.name,
+           any_changed ? "" : " unchanged", print_graph(g));
   return any_changed;
 }
 

@@ -1,7 +1,7 @@
 // Graph passes and the pass manager (decision 3). A pass is a named `bool run(Graph&)` that returns whether
 // it changed the graph; a pipeline is a flat list of passes run in order by run_pipeline, which
-//   - asks the bisection hook should_run(stage, pass name, ...) before each pass (src/core/bisect.h), and
-//     skips the pass when the hook refuses;
+//   - asks the bisection hook should_run("passes", pass name, ...) before each pass (src/core/bisect.h), and
+//     skips the pass when the hook refuses (KILN_BISECT_DISABLE=passes:cse, whichever pipeline runs it);
 //   - runs the verifier before the first pass and after every pass that changed the graph when KILN_VERIFY
 //     is on (a failure names the pass that broke the graph);
 //   - with KILN_DEBUG_DIR set, writes the input graph as DIR/<stage>/00_input.kir and the graph after each
@@ -41,7 +41,7 @@ struct Pass {
 using Pipeline = std::vector<Pass>;
 
 // Runs the passes in order (see above); returns whether any pass changed the graph. `stage` names the
-// pipeline for the bisection hook and the debug dump directory.
+// pipeline (the one that runs it, e.g. "inductor") in logs and the debug dump directory.
 bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage = "passes");
 
 bool eliminate_dead_code(Graph& g);

@@ -1,6 +1,7 @@
 // The inductor pipeline and the host program that runs compiled graphs (see compile.h).
 #include "inductor/compile.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 
 #include "core/files.h"
+#include "core/bisect.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
@@ -20,6 +22,7 @@
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
 #include "inductor/storage_model.h"
+#include "ops/api.h"
 #include "ops/dispatch.h"
 #include "runtime/host_caches.h"
 #include "runtime/jit.h"
@@ -48,7 +51,18 @@ struct CompiledGraph::Impl {
   // node a decomposition made comes from the composite node at its line), else by its own label.
   std::function<std::string(const graph::Node&)> node_labels;
 
+  // Set while the repro hook watches this program (compile() with KILN_REPRO_AFTER on): the graph as handed
+  // to compile, for the repros of runtime errors and accuracy failures.
+  struct Watch {
+    CompileHook* hook = nullptr;
+    graph::Graph source;
+    std::string backend;
+    mutable std::atomic<bool> ran_once{false};
+  };
+  std::unique_ptr<Watch> watch;
+
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> run_watched(const std::vector<Tensor>& inputs) const;
 };
 
 namespace {
@@ -209,9 +223,32 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) 
   return outs;
 }
 
+// A run under the repro hook: a runtime error is reported with the inputs as they were before the run (an
+// in-place node may change them), the first good run drops the hook's pending repro, and at level 4 the
+// outputs are checked against the fp64 reference.
+std::vector<Tensor> CompiledGraph::Impl::run_watched(const std::vector<Tensor>& inputs) const {
+  std::vector<Tensor> before;
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& t : inputs) before.push_back(clone(t).detach());
+  }
+  std::vector<Tensor> outputs;
+  try {
+    outputs = run(inputs);
+  } catch (const Error& e) {
+    watch->hook->failed(watch->source, &before, "runtime_error", e.what(), "inductor/run", watch->backend);
+    throw;
+  }
+  if (!watch->ran_once.exchange(true)) watch->hook->first_run_succeeded(watch->source);
+  if (watch->hook->wants_accuracy()) watch->hook->check_accuracy(watch->source, before, outputs, watch->backend);
+  return outputs;
+}
+
 CompiledGraph::CompiledGraph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompiledGraph::~CompiledGraph() = default;
-std::vector<Tensor> CompiledGraph::operator()(const std::vector<Tensor>& inputs) const { return impl_->run(inputs); }
+std::vector<Tensor> CompiledGraph::operator()(const std::vector<Tensor>& inputs) const {
+  return impl_->watch ? impl_->run_watched(inputs) : impl_->run(inputs);
+}
 const CompileStats& CompiledGraph::stats() const { return impl_->stats; }
 const std::string& CompiledGraph::loop_ir() const { return impl_->loop_ir; }
 const std::vector<std::string>& CompiledGraph::kernel_llvm_ir() const { return impl_->llvm_ir; }
@@ -228,11 +265,32 @@ GraphCache& graph_cache() {
   return c;
 }
 
+std::atomic<CompileHook*> g_compile_hook{nullptr};
+
+// The installed repro hook when it is on for `stage`; warns once when KILN_REPRO_AFTER is set in a program
+// without one, so the setting is never silently ignored.
+CompileHook* active_hook(const std::string& stage) {
+  CompileHook* hook = g_compile_hook.load();
+  const std::string after = opt_string(Opt::ReproAfter);
+  if (hook && hook->wants(stage)) return hook;
+  static std::atomic<bool> warned_stage{false};
+  if (hook && !after.empty() && after != stage && !warned_stage.exchange(true))
+    std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER=%s: this compile serves stage %s, and nothing in kiln "
+                         "serves %s yet (no capture or AOT); no repros will be written\n", after.c_str(),
+                 stage.c_str(), after.c_str());
+  if (hook) return nullptr;
+  static std::atomic<bool> warned{false};
+  if (!after.empty() && !warned.exchange(true))
+    std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER is set, but this program does not install the repro hook "
+                         "(link kiln_minifier and call kiln::install_repro_hook()); no repros will be written\n");
+  return nullptr;
+}
+
 // The graph-level cache key, or nullopt when this compilation must really happen (see CompileOptions).
 std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOptions& options) {
-  if (!options.use_graph_cache || !opt_list(Opt::BisectLimit).empty() || !opt_list(Opt::BisectDisable).empty() ||
-      !opt_string(Opt::DebugDir).empty() || log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) ||
-      log_enabled(LogChannel::Lowering) || log_enabled(LogChannel::Bisect))
+  if (!options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_list(Opt::BisectLimit).empty() ||
+      !opt_list(Opt::BisectDisable).empty() || !opt_string(Opt::DebugDir).empty() || log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) ||
+      log_enabled(LogChannel::Lowering) || log_enabled(LogChannel::Bisect) || log_enabled(LogChannel::Graph))
     return std::nullopt;
   uint64_t h = g.structural_hash();
   for (char c : fmt::format("|fuse={}|inject={}|stream={}", options.fuse, fmt::join(opt_list(Opt::Inject), ","),
@@ -248,7 +306,7 @@ std::optional<uint64_t> graph_cache_key(const graph::Graph& g, const CompileOpti
 // kiln::Errors about the graph (eager's checks, run at compile time) pass through unchanged, as eager raises them.
 std::shared_ptr<CompiledGraph> compile_classifying_failures(const graph::Graph& g, const CompileOptions& options) {
   auto internal = [&](const char* what) {
-    return CompileError(fmt::format("graph {}: internal compiler error: {}", g.name, what), true);
+    return CompileError(fmt::format("graph {}: internal compiler error: {}", g.name, what), "", true);
   };
   try {
     return compile_uncached(g, options);
@@ -264,8 +322,40 @@ std::shared_ptr<CompiledGraph> compile_classifying_failures(const graph::Graph& 
   }
 }
 
+void set_compile_hook(CompileHook* hook) { g_compile_hook.store(hook); }
+
+namespace {
+
+std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const CompileOptions& options);
+
+}  // namespace
+
 std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
+  check_bisect_settings();
+  const auto asked_before = bisect_counts();
+  CompileHook* hook = active_hook(options.repro_stage);
+  if (hook) hook->compile_started(g, options.backend);
+  std::shared_ptr<CompiledGraph> program;
+  try {
+    program = compile_or_reuse(g, options);
+  } catch (const CompileError& e) {
+    if (hook) hook->failed(g, nullptr, "compile_error", e.what(), e.stage(), options.backend);
+    throw;
+  }
+  warn_unanswered_bisect_settings(asked_before, fmt::format("compiling graph {}", g.name));
+  if (hook) {
+    program->impl_->watch = std::make_unique<CompiledGraph::Impl::Watch>();
+    program->impl_->watch->hook = hook;
+    program->impl_->watch->source = g;
+    program->impl_->watch->backend = options.backend;
+  }
+  return program;
+}
+
+namespace {
+
+std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const CompileOptions& options) {
   const std::optional<uint64_t> cache_key = graph_cache_key(g, options);
   if (cache_key) {
     std::lock_guard lock(graph_cache().mutex);
@@ -282,6 +372,19 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
   }
   return program;
 }
+
+// Runs one step of the pipeline; a CompileError from it that names no stage is given `stage`.
+template <class F>
+auto in_stage(const char* stage, F&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const CompileError& e) {
+    if (!e.stage().empty()) throw;
+    throw CompileError(e.what(), stage, e.internal());
+  }
+}
+
+}  // namespace
 
 std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
@@ -300,16 +403,21 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   };
   // 1. decompositions, eager's view and in-place checks (before cleanup may drop an unused bad view), cleanup
   std::vector<bool> unrounded;
-  impl->graph = decompose_composites(g, inject, &unrounded);
+  KILN_LOG(LogChannel::Graph, "inductor: graph {} enters the inductor:\n{}", g.name, graph::print_graph(g));
+  impl->graph = in_stage("inductor/decompose", [&] { return decompose_composites(g, inject, &unrounded); });
+  KILN_LOG(LogChannel::Graph, "inductor: graph {} after decomposition:\n{}", g.name, graph::print_graph(impl->graph));
   StorageModel(impl->graph).check(impl->node_labels);
-  graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor");
+  in_stage("inductor/passes", [&] { return graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor"); });
   if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
 
   // 2. lowering and scheduling
-  impl->lowered = lower_graph(impl->graph, StorageModel(impl->graph), inject, unrounded);
+  impl->lowered = in_stage("inductor/lowering",
+                           [&] { return lower_graph(impl->graph, StorageModel(impl->graph), inject, unrounded); });
+  KILN_LOG(LogChannel::Graph, "inductor: graph {} lowered to loop IR:\n{}", g.name, print_nodes(impl->lowered));
   if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
-  impl->schedule = schedule_graph(impl->lowered, options.fuse, inject);
+  impl->schedule = in_stage("inductor/schedule", [&] { return schedule_graph(impl->lowered, options.fuse, inject); });
   impl->loop_ir = print_schedule(impl->schedule, impl->lowered);
+  KILN_LOG(LogChannel::Graph, "inductor: graph {} leaves the inductor as scheduled loop IR:\n{}", g.name, impl->loop_ir);
   if (!debug_dir.empty()) dump(dump_dir, "03_loop_ir_after_fusion.txt", impl->loop_ir);
   impl->decisions = impl->lowered.decisions;
   impl->decisions.insert(impl->decisions.end(), impl->schedule.decisions.begin(), impl->schedule.decisions.end());
@@ -332,7 +440,8 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
       // Code generation never judges the user's graph: a failure there is a compiler bug, unless injected.
       bool injected = dynamic_cast<const CompileError*>(&e) && !inject.empty();
       throw CompileError(fmt::format("graph {}: kernel {} (ending with %{}): {}", g.name, k.name,
-                                     impl->lowered.nodes[size_t(k.loops.back().node)].origin, e.what()), !injected);
+                                     impl->lowered.nodes[size_t(k.loops.back().node)].origin, e.what()),
+                         "inductor/codegen", !injected);
     }
     if (want_ir) {
       KILN_LOG(LogChannel::OutputCode, "kernel {} of graph {}:\n{}\n{}", k.name, g.name, text, ir);

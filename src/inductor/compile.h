@@ -15,10 +15,14 @@
 namespace kiln {
 
 struct CompileOptions {
+  // For the repro hook (below): the stage this compile serves (KILN_REPRO_AFTER's `backend`: the graph as
+  // handed to a backend; AOT will pass `aot`) and the backend name recorded in a repro.
+  std::string repro_stage = "backend";
+  std::string backend = "inductor";
   bool fuse = true;  // false: one kernel per node (for tests and ablation)
   // Return the already compiled program for a structurally equal graph compiled with the same options
-  // (in memory, this process). Never used while bisection, debug dumps or compiler logs are on, since those
-  // must see every compilation happen.
+  // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are
+  // on, since those must see every compilation happen.
   bool use_graph_cache = true;
 };
 
@@ -29,6 +33,10 @@ struct CompileStats {
   int copy_kernels = 0;     // kernels whose every loop only copies (stores a plain load): fusion failures
   double compile_ms = 0;    // wall time of compile()
 };
+
+struct CompileOptions;
+class CompiledGraph;
+std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options);
 
 class CompiledGraph {
  public:
@@ -48,10 +56,33 @@ class CompiledGraph {
   explicit CompiledGraph(std::unique_ptr<Impl> impl);
 
  private:
+  friend std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 
-// Compiles `g` for the CPU. Throws kiln::CompileError when lowering or code generation fails.
+// Compiles `g` for the CPU. Throws kiln::CompileError when lowering or code generation fails. This is the one
+// compile entry point (kiln run, the backends, later capture and AOT): it calls the repro hook below.
 std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options = {});
+
+// The repro hook kiln::compile calls (KILN_REPRO_AFTER / KILN_REPRO_LEVEL). kiln_minifier implements it
+// (minifier/hook.h) and kiln::install_repro_hook() installs it; a program that sets KILN_REPRO_AFTER without
+// installing it gets a warning, never silence. Hook calls never throw and never change the compile's result.
+class CompileHook {
+ public:
+  virtual ~CompileHook() = default;
+  // Whether the hook is on for a compile serving `stage` ("capture", "aot", "backend").
+  virtual bool wants(const std::string& stage) = 0;
+  // Whether it wants each run's outputs compared with the fp64 reference (level 4).
+  virtual bool wants_accuracy() = 0;
+  virtual void compile_started(const graph::Graph& g, const std::string& backend) = 0;
+  // A compile error (inputs null: not known yet) or a runtime error of the compiled program.
+  virtual void failed(const graph::Graph& g, const std::vector<Tensor>* inputs, const std::string& kind,
+                      const std::string& message, const std::string& stage, const std::string& backend) = 0;
+  virtual void first_run_succeeded(const graph::Graph& g) = 0;
+  // Level 4: the compiled program returned `outputs` for `inputs` (copies taken before the run).
+  virtual void check_accuracy(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& outputs, const std::string& backend) = 0;
+};
+void set_compile_hook(CompileHook* hook);  // null uninstalls
 
 }  // namespace kiln

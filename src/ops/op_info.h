@@ -106,7 +106,6 @@ struct OpInfo {
   KernelFn kernel = nullptr;
   VjpFn vjp = nullptr;
   DecompFn decomp = nullptr;
-  const void* lowering = nullptr;  // filled by the inductor (later)
   bool is_inplace() const { return kind == OpKind::InPlace; }
   bool is_view() const { return kind == OpKind::View; }
 };

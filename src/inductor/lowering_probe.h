@@ -1,0 +1,26 @@
+// What the inductor does with each op of the table, found by running its own decomposition and lowering on a
+// one-node graph (`kiln ops` prints it): no hand-kept list, so the column cannot drift from the compiler.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "graph/graph.h"
+
+#include "ops/op_info.h"
+
+namespace kiln::inductor {
+
+struct OpLowering {
+  enum class Kind { Lowered, Decomposed, Extern, Unknown } kind = Kind::Unknown;
+  std::string reason;  // Extern: why it runs its eager kernel; Unknown: why no probe call could be built
+  std::string str() const;  // "lowered", "decomposed", "extern: <reason>", "?: <reason>"
+};
+
+// Probes `op` with meta tensors standing for graph inputs (no data, no code generation).
+OpLowering probe_lowering(const OpInfo& op);
+
+// The probe's call of `op` as a graph: its inputs, one node, its outputs; nullopt when no candidate call
+// passes shape inference (`why` then says what the last candidate was refused for).
+std::optional<graph::Graph> one_node_graph(const OpInfo& op, std::string* why = nullptr);
+
+}  // namespace kiln::inductor
