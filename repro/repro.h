@@ -19,6 +19,9 @@ inline constexpr int kReproFormatVersion = 1;
 
 // What went wrong. Kinds: compile_error, runtime_error, crash, hang, accuracy; "none" means it ran fine.
 struct FailureSignature {
+  FailureSignature() = default;
+  FailureSignature(std::string kind, std::string message, std::string stage = "")
+      : kind(std::move(kind)), message(std::move(message)), stage(std::move(stage)) {}
   std::string kind = "none";
   std::string message;  // the error message, the signal, or the comparator's verdict
   std::string stage;    // the compiler stage that raised a compile error (CompileError::stage), when known

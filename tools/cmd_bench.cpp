@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "gate/bench.h"
+#include "tools/cli_checks.h"
 #include "core/files.h"
 
 namespace kiln::cli {
@@ -92,8 +94,8 @@ void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   bench->add_option("graphs", args.graphs, "the .kir graphs to time");
   bench->add_option("--backend", args.config.backend, "the compiled backend (default inductor)");
   bench->add_option("--repetitions", args.config.repetitions, "samples per case (default 10)")
-      ->check(CLI::Range(2, 10000));
-  bench->add_option("--seed", args.config.seed, "inputs generated from this seed (default 0)");
+      ->check(integer_in<int>(2, 10000, "samples per case"));
+  bench->add_option("--seed", args.config.seed, "inputs generated from this seed (default 0)")->check(seed_check());
   bench->add_option("--caches", args.caches, "cold (every byte flushed before each call), warm, or both (default)")
       ->check(CLI::IsMember({"cold", "warm", "both"}));
   bench->add_option("--json", args.json, "write the results as Google Benchmark JSON here");
@@ -101,7 +103,7 @@ void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                                                   "slower beyond noise");
   bench->add_option("--tolerance", args.tolerance, "a median slower by more than this (default 0.1 = 10%) with "
                                                     "p < 0.05 is a regression")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0, 100, false, "a relative slowdown"));
   bench->add_option("--metric", args.metric, "compare wall-clock (real, default) or process CPU time (cpu: far "
                                               "less moved by other load; use with one thread)")
       ->check(CLI::IsMember({"real", "cpu"}));

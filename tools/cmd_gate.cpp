@@ -13,6 +13,7 @@
 #include "gate/report.h"
 #include "gate/suite.h"
 #include "kiln_version.h"
+#include "tools/cli_checks.h"
 #include "core/files.h"
 
 namespace kiln::cli {
@@ -78,17 +79,17 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   gate->add_option("--markdown", args.markdown, "write a Markdown table for a pull-request comment here");
   gate->add_option("-j,--jobs", args.jobs, "entries run at a time, each in its own child process (default 1; "
                                            "times are steadier with 1)")
-      ->check(CLI::Range(1, 256));
+      ->check(integer_in<int>(1, 256, "entries at a time"));
   gate->add_option("--repetitions", args.config.repetitions, "timed calls of each passing graph (default 5)")
-      ->check(CLI::Range(1, 1000));
+      ->check(integer_in<int>(1, 1000, "timed calls"));
   gate->add_option("--timeout", args.config.timeout_s, "seconds a run may take before it counts as a hang "
                                                        "(default 60)")
-      ->check(CLI::PositiveNumber);
+      ->check(timeout_check());
   gate->add_option("--tol", args.config.tolerance, "comparator tolerance for graph entries (default 1e-4)")
-      ->check(CLI::Range(1e-12, 0.999999));
+      ->check(number_in(0, 1, true, "a comparator tolerance"));
   gate->add_option("--time-tolerance", args.thresholds.time_tolerance,
                    "a call this much slower (0.3 = 30%) with the rank test's p < 0.05 is a regression (default 0.3)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0, 100, false, "a relative slowdown"));
   runners["gate"] = [] { return run_gate(args); };
 }
 
