@@ -113,7 +113,7 @@ TEST_F(Files, ReproMayNotWriteWhereItSays) {
 TEST(ReproOptions, EveryOptionIsSettableOrRefused) {
   for (const OptionSpec& spec : option_table()) {
     std::string text = repro_text(fmt::format("config: {}={}\ninputs: seed 0\n", spec.env, spec.default_value));
-    if (spec.repro_settable) {
+    if (spec.repro_settable()) {
       EXPECT_NO_THROW(parse_repro(text, "r.repro")) << spec.env;
       continue;
     }
@@ -125,7 +125,7 @@ TEST(ReproOptions, EveryOptionIsSettableOrRefused) {
     }
   }
   for (Opt id : {Opt::CacheDir, Opt::CacheSizeLimit, Opt::DebugDir, Opt::ReproAfter, Opt::ReproLevel, Opt::Logs})
-    EXPECT_FALSE(option_spec(id).repro_settable) << option_spec(id).env;
+    EXPECT_FALSE(option_spec(id).repro_settable()) << option_spec(id).env;
 }
 
 // The writers: the minifier records only settable options, and a repro with anything else cannot be written.
@@ -133,7 +133,7 @@ TEST(ReproOptions, WritersRecordOnlySettableOptions) {
   ScopedOption cache(Opt::CacheDir, "/tmp/elsewhere"), limit(Opt::CacheSizeLimit, "5M"), inject(Opt::Inject, "relu:accuracy");
   std::map<std::string, std::string> config = minify::current_config();
   EXPECT_EQ(config.count("KILN_INJECT"), 1u);
-  for (const auto& [name, value] : config) EXPECT_TRUE(option_spec(*find_option(name)).repro_settable) << name;
+  for (const auto& [name, value] : config) EXPECT_TRUE(option_spec(*find_option(name)).repro_settable()) << name;
   ReproFile r = make_repro(graph::parse_graph(kRelu));
   r.input_seed = 0;
   r.config["KILN_CACHE_DIR"] = "/tmp/elsewhere";

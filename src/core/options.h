@@ -34,6 +34,8 @@ enum class OptType : uint8_t {
   List,    // comma-separated words (empty = none)
 };
 
+enum class ReproSettable : uint8_t { No, Yes };
+
 struct OptionSpec {
   Opt id;
   std::string_view env;            // KILN_LOGS
@@ -43,11 +45,11 @@ struct OptionSpec {
   std::string_view help;
   // Whether a repro file's `config:` lines may set it (docs/repro-format.md): only options that change what
   // is computed (bug injection, bisection, numerics). Never paths, caches, or anything that loads code or
-  // writes files: a repro is untrusted input that users are asked to "just run".
-  bool repro_settable = false;
+  // writes files: a repro is untrusted input that users are asked to "just run". Not settable unless the row
+  // says so (an enum, so a row with its fields out of place does not compile).
+  ReproSettable repro = ReproSettable::No;
+  bool repro_settable() const { return repro == ReproSettable::Yes; }
 };
-
-inline constexpr bool kReproSettable = true;  // the last field of a row: a repro may set this option
 
 const std::vector<OptionSpec>& option_table();
 const OptionSpec& option_spec(Opt id);
