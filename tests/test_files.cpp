@@ -514,3 +514,27 @@ TEST(ReproFuzzSeeds, RejectedOrRoundTrip) {
   EXPECT_GE(accepted, 3);
   EXPECT_GE(rejected, 1);
 }
+
+// Input hashes are SHA-256 now; repros written by older kiln (64-bit FNV-1a) still run, and either kind of
+// hash catches a changed input file.
+TEST_F(Files, ReproInputHashesOldAndNew) {
+  fs::create_directories(dir_ / "in");
+  write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, -4}, {4}));
+  const std::string bytes = slurp(dir_ / "in" / "x.npy");
+  uint64_t fnv = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) fnv = (fnv ^ c) * 0x100000001b3ull;
+  EXPECT_EQ(content_hash_of_file((dir_ / "in" / "x.npy").string()), "sha256:" + sha256_hex(bytes));
+  for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
+    std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
+    CommandResult ok = run_kiln("repro run " + r);
+    EXPECT_NE(ok.exit_code, 2) << hash << "\n" << ok.output;  // the hash is accepted and the repro runs
+    EXPECT_TRUE(has(ok.output, "recorded failure: none on backend eager")) << ok.output;
+  }
+  write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, 5}, {4}));
+  for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
+    std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
+    CommandResult changed = run_kiln("repro run " + r);
+    EXPECT_EQ(changed.exit_code, 2) << changed.output;
+    EXPECT_TRUE(has(changed.output, "the inputs changed since the repro was written")) << changed.output;
+  }
+}
