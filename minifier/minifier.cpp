@@ -33,7 +33,7 @@ std::map<std::string, std::string> current_config() {
   for (const OptionSpec& s : option_table()) {
     // Only what a repro may set (options.h): tool settings describe how kiln was debugging, not the bug, and
     // paths and caches are never taken from a repro.
-    if (!s.repro_settable) continue;
+    if (!s.repro_settable()) continue;
     std::string v;
     switch (s.type) {
       case OptType::String:

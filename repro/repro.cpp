@@ -55,22 +55,33 @@ std::string encode_backend_error(const std::exception& e) {
 
 namespace {
 
+// Feeds a repro input file (a regular file within kMaxNpyFileBytes) to `consume` in pieces.
+template <class Consume>
+void read_in_pieces(const std::string& path, Consume consume) {
+  InputFile in(path, "repro input file", kMaxNpyFileBytes);
+  std::vector<char> buf(size_t(1) << 20);
+  while (int64_t n = in.read(buf.data(), int64_t(buf.size()))) consume(buf.data(), size_t(n));
+}
+
 // Input files of repros written before kiln hashed with SHA-256 record a 64-bit FNV-1a hash; still accepted.
-std::string legacy_fnv1a64(const std::string& content) {
+std::string legacy_fnv1a64_of_file(const std::string& path) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : content) h = (h ^ c) * 0x100000001b3ull;
+  read_in_pieces(path, [&](const char* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 0x100000001b3ull;
+  });
   return fmt::format("fnv1a64:{:016x}", h);
 }
 
 }  // namespace
 
 std::string content_hash_of_file(const std::string& path) {
-  return "sha256:" + sha256_hex(read_input_file(path, "repro input file", kMaxNpyFileBytes));
+  Sha256 h;
+  read_in_pieces(path, [&](const char* p, size_t n) { h.update(p, n); });
+  return "sha256:" + to_hex(h.digest());
 }
 
 bool content_hash_matches(const std::string& path, const std::string& recorded) {
-  if (recorded.rfind("fnv1a64:", 0) == 0)
-    return legacy_fnv1a64(read_input_file(path, "repro input file", kMaxNpyFileBytes)) == recorded;
+  if (recorded.rfind("fnv1a64:", 0) == 0) return legacy_fnv1a64_of_file(path) == recorded;
   return content_hash_of_file(path) == recorded;
 }
 

@@ -65,7 +65,7 @@ std::string content_hash_of_file(const std::string& path);
 bool content_hash_matches(const std::string& path, const std::string& recorded);
 
 // A repro's configuration applied for the lifetime of the object (every option back to what it was after).
-// Only options marked repro_settable in the options table are applied; parse_repro already refused others.
+// Only options whose row is ReproSettable::Yes are applied; parse_repro already refused others.
 class AppliedReproConfig {
  public:
   explicit AppliedReproConfig(const ReproFile& r);

@@ -113,7 +113,7 @@ TEST_F(Files, ReproMayNotWriteWhereItSays) {
 TEST(ReproOptions, EveryOptionIsSettableOrRefused) {
   for (const OptionSpec& spec : option_table()) {
     std::string text = repro_text(fmt::format("config: {}={}\ninputs: seed 0\n", spec.env, spec.default_value));
-    if (spec.repro_settable) {
+    if (spec.repro_settable()) {
       EXPECT_NO_THROW(parse_repro(text, "r.repro")) << spec.env;
       continue;
     }
@@ -125,7 +125,7 @@ TEST(ReproOptions, EveryOptionIsSettableOrRefused) {
     }
   }
   for (Opt id : {Opt::CacheDir, Opt::CacheSizeLimit, Opt::DebugDir, Opt::ReproAfter, Opt::ReproLevel, Opt::Logs})
-    EXPECT_FALSE(option_spec(id).repro_settable) << option_spec(id).env;
+    EXPECT_FALSE(option_spec(id).repro_settable()) << option_spec(id).env;
 }
 
 // The writers: the minifier records only settable options, and a repro with anything else cannot be written.
@@ -133,7 +133,7 @@ TEST(ReproOptions, WritersRecordOnlySettableOptions) {
   ScopedOption cache(Opt::CacheDir, "/tmp/elsewhere"), limit(Opt::CacheSizeLimit, "5M"), inject(Opt::Inject, "relu:accuracy");
   std::map<std::string, std::string> config = minify::current_config();
   EXPECT_EQ(config.count("KILN_INJECT"), 1u);
-  for (const auto& [name, value] : config) EXPECT_TRUE(option_spec(*find_option(name)).repro_settable) << name;
+  for (const auto& [name, value] : config) EXPECT_TRUE(option_spec(*find_option(name)).repro_settable()) << name;
   ReproFile r = make_repro(graph::parse_graph(kRelu));
   r.input_seed = 0;
   r.config["KILN_CACHE_DIR"] = "/tmp/elsewhere";
@@ -513,4 +513,28 @@ TEST(ReproFuzzSeeds, RejectedOrRoundTrip) {
   }
   EXPECT_GE(accepted, 3);
   EXPECT_GE(rejected, 1);
+}
+
+// Input hashes are SHA-256 now; repros written by older kiln (64-bit FNV-1a) still run, and either kind of
+// hash catches a changed input file.
+TEST_F(Files, ReproInputHashesOldAndNew) {
+  fs::create_directories(dir_ / "in");
+  write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, -4}, {4}));
+  const std::string bytes = slurp(dir_ / "in" / "x.npy");
+  uint64_t fnv = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) fnv = (fnv ^ c) * 0x100000001b3ull;
+  EXPECT_EQ(content_hash_of_file((dir_ / "in" / "x.npy").string()), "sha256:" + sha256_hex(bytes));
+  for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
+    std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
+    CommandResult ok = run_kiln("repro run " + r);
+    EXPECT_NE(ok.exit_code, 2) << hash << "\n" << ok.output;  // the hash is accepted and the repro runs
+    EXPECT_TRUE(has(ok.output, "recorded failure: none on backend eager")) << ok.output;
+  }
+  write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, 5}, {4}));
+  for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
+    std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
+    CommandResult changed = run_kiln("repro run " + r);
+    EXPECT_EQ(changed.exit_code, 2) << changed.output;
+    EXPECT_TRUE(has(changed.output, "the inputs changed since the repro was written")) << changed.output;
+  }
 }

@@ -88,11 +88,11 @@ const std::vector<OptionSpec> kTable = {
     {Opt::ReproLevel, "KILN_REPRO_LEVEL", OptType::Int, "2", "",
      "With KILN_REPRO_AFTER set: 1 = save a repro on a compile error; 2 = also minify it; 3 = also on "
      "runtime errors; 4 = also compare outputs against eager and minify accuracy failures.",
-     kNotReproSettable, 1, 4},
+     ReproSettable::No, 1, 4},
     {Opt::Inject, "KILN_INJECT", OptType::List, "", "",
      "Bugs to inject, as op:kind pairs, e.g. `relu:accuracy` (`fusion:accuracy` and `<op>:decomposition` for "
      "the inductor, docs/inductor.md; `hang` only in the inject_test backend, docs/minifier.md). Off when empty.",
-     kReproSettable, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang)",
+     ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang)",
      inject_entry},
     {Opt::CacheDir, "KILN_CACHE_DIR", OptType::String, "", "",
      "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln (or ~/.cache/kiln)."},
@@ -102,20 +102,20 @@ const std::vector<OptionSpec> kTable = {
     {Opt::StreamMinBytes, "KILN_STREAM_MIN_BYTES", OptType::Bytes, "0", "",
      "Compiled kernels write pointwise outputs at least this large (bytes; suffixes K, M, G) with streaming "
      "(non-temporal) stores. 0 = half the cache this process can count on (docs/inductor.md, Streaming stores).",
-     kReproSettable},
+     ReproSettable::Yes},
     {Opt::Verify, "KILN_VERIFY", OptType::Bool, "auto", "",
-     "Run the graph verifier between passes. `auto` = on in builds without NDEBUG.", kReproSettable},
+     "Run the graph verifier between passes. `auto` = on in builds without NDEBUG.", ReproSettable::Yes},
     {Opt::Seed, "KILN_SEED", OptType::Int, "0", "",
      "Seed of the random generator used by tools: generated inputs of `kiln run` and the generator state "
      "random ops start from.",
-     kReproSettable, 0, INT64_MAX},
+     ReproSettable::Yes, 0, INT64_MAX},
     {Opt::BisectLimit, "KILN_BISECT_LIMIT", OptType::List, "", "",
      "Bisection limits, as `stage:subsystem=N` or `stage=N` entries: only the first N applications of that "
      "subsystem (or of the whole stage) run; later ones are skipped (see docs/options.md, Bisection).",
-     kReproSettable, 0, INT64_MAX, "stage:subsystem=N or stage=N (N >= 0)", bisect_limit_entry},
+     ReproSettable::Yes, 0, INT64_MAX, "stage:subsystem=N or stage=N (N >= 0)", bisect_limit_entry},
     {Opt::BisectDisable, "KILN_BISECT_DISABLE", OptType::List, "", "",
      "Subsystems to skip entirely, as `stage:subsystem` or `stage` entries (e.g. `passes:cse`).",
-     kReproSettable, 0, INT64_MAX, "stage:subsystem or stage", bisect_disable_entry},
+     ReproSettable::Yes, 0, INT64_MAX, "stage:subsystem or stage", bisect_disable_entry},
 };
 #pragma GCC diagnostic pop
 
@@ -310,10 +310,10 @@ std::optional<Opt> find_option(std::string_view env_name) {
 Opt repro_settable_option(std::string_view env_name) {
   std::optional<Opt> id = find_option(env_name);
   KILN_CHECK(id.has_value(), "unknown option {} (see `kiln --help-options`)", env_name);
-  if (!option_spec(*id).repro_settable) {
+  if (!option_spec(*id).repro_settable()) {
     std::vector<std::string_view> settable;
     for (const OptionSpec& spec : kTable)
-      if (spec.repro_settable) settable.push_back(spec.env);
+      if (spec.repro_settable()) settable.push_back(spec.env);
     fail("a repro file may not set {}: repros set only options that change what is computed ({}), never paths, "
          "caches or anything that loads code; set it in your environment if you mean it", env_name,
          fmt::join(settable, ", "));
@@ -459,7 +459,7 @@ std::string options_help_text() {
                        spec.default_value.empty() ? "(empty)" : spec.default_value);
     if (!spec.choices.empty()) out += fmt::format("  {:<22} choices: {}\n", "", spec.choices);
     if (std::string v = valid_values_text(spec); !v.empty()) out += fmt::format("  {:<22} valid: {}\n", "", v);
-    if (spec.repro_settable) out += fmt::format("  {:<22} a repro file may set it\n", "");
+    if (spec.repro_settable()) out += fmt::format("  {:<22} a repro file may set it\n", "");
     out += fmt::format("  {:<22} {}\n\n", "", spec.help);
   }
   out += "Log channels (KILN_LOGS=a,b or all):\n";
@@ -491,7 +491,7 @@ std::string options_markdown() {
     if (std::string v = valid_values_text(spec); !v.empty()) help += fmt::format(" Valid: {}.", v);
     out += fmt::format("| `{}` | {} | {} | {} | {} |\n", spec.env, opt_type_name(spec.type),
                        spec.default_value.empty() ? "(empty)" : fmt::format("`{}`", spec.default_value),
-                       spec.repro_settable ? "yes" : "no", help);
+                       spec.repro_settable() ? "yes" : "no", help);
   }
   out += "\n## Log channels\n\n`KILN_LOGS=passes,fusion` (or `all`) prints these channels on stderr, one line "
          "per event, as `[kiln:<channel>] message`.\n\n| Channel | What it prints |\n|---|---|\n";

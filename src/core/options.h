@@ -39,6 +39,7 @@ enum class OptType : uint8_t {
 
 // What is wrong with one entry of a List option ("" when it is valid).
 using EntryCheck = std::string (*)(std::string_view entry);
+enum class ReproSettable : uint8_t { No, Yes };
 
 struct OptionSpec {
   Opt id;
@@ -49,15 +50,14 @@ struct OptionSpec {
   std::string_view help;
   // Whether a repro file's `config:` lines may set it (docs/repro-format.md): only options that change what
   // is computed (bug injection, bisection, numerics). Never paths, caches, or anything that loads code or
-  // writes files: a repro is untrusted input that users are asked to "just run".
-  bool repro_settable = false;
+  // writes files: a repro is untrusted input that users are asked to "just run". Not settable unless the row
+  // says so (an enum, so a row with its fields out of place does not compile).
+  ReproSettable repro = ReproSettable::No;
   int64_t min = 0, max = INT64_MAX;  // Int, Bytes: the valid values, inclusive
   std::string_view entry_form;       // List: what an entry looks like, for messages ("stage:subsystem=N")
   EntryCheck check_entry = nullptr;  // List: validates each entry (null: any word)
+  bool repro_settable() const { return repro == ReproSettable::Yes; }
 };
-
-inline constexpr bool kReproSettable = true;  // a row's field after `help`: a repro may set this option
-inline constexpr bool kNotReproSettable = false;
 
 const std::vector<OptionSpec>& option_table();
 const OptionSpec& option_spec(Opt id);

@@ -1253,8 +1253,17 @@ Graph parse_graph(std::string_view text, const std::string& filename) {
   }
 }
 
-std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename) {
-  // Where the comments go: the lines of the source's `graph`, last `return` and last '}' tokens, and each node's.
+namespace {
+
+// Where a source's comments go in the printed graph, by slot: 0 = before the graph, 1 = the header line,
+// 2 + i = node i, 2 + n = the return line, 3 + n = the closing '}'. A comment on a line of its own goes before
+// the first statement below it; one after code goes at the end of the last statement starting at or above it.
+struct CommentPlaces {
+  std::vector<std::vector<std::string>> before;  // own-line comments, printed above the slot's line
+  std::vector<std::string> trailing;             // comments after code, appended to the slot's line
+};
+
+CommentPlaces place_comments(const Graph& g, std::string_view source, const std::string& filename) {
   Lexer lexer(source, filename);
   int graph_line = 0, return_line = INT_MAX, close_line = INT_MAX;
   for (Token t = lexer.next(); t.kind != Tok::End; t = lexer.next()) {
@@ -1263,30 +1272,34 @@ std::string print_graph_keeping_comments(const Graph& g, std::string_view source
     if (t.kind == Tok::Punct && t.text == "}") close_line = t.line;
   }
   const std::vector<Node>& nodes = g.nodes();
-  // Slots: 0 = before the graph, 1 = after the header, 2 + i = node i, 2 + n = return, 3 + n = after the '}'.
   const size_t n = nodes.size();
-  std::vector<std::vector<std::string>> before(n + 4);
-  std::vector<std::string> trailing(n + 4);
+  CommentPlaces places{std::vector<std::vector<std::string>>(n + 4), std::vector<std::string>(n + 4)};
   for (const auto& c : lexer.comments()) {
-    size_t slot;
     if (c.trailing) {
-      slot = 1;
+      size_t slot = 1;
       for (size_t i = 0; i < n; ++i)
         if (nodes[i].loc.line <= c.line) slot = 2 + i;
       if (c.line >= return_line) slot = 2 + n;
       if (c.line >= close_line && close_line != return_line) slot = 3 + n;
-      trailing[slot] += (trailing[slot].empty() ? "  " : " ") + c.text;
+      places.trailing[slot] += (places.trailing[slot].empty() ? "  " : " ") + c.text;
       continue;
     }
-    slot = c.line < graph_line ? 0 : 2 + n;
+    size_t slot = c.line < graph_line ? 0 : 2 + n;
     if (slot != 0) {
       for (size_t i = n; i-- > 0;)
         if (nodes[i].loc.line > c.line) slot = 2 + i;
       if (slot == 2 + n && c.line > close_line) slot = 3 + n;
     }
-    before[slot].push_back(c.text);
+    places.before[slot].push_back(c.text);
   }
-  // The printed form: the header up to ") {", one line per node, the return line, "}".
+  return places;
+}
+
+}  // namespace
+
+std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename) {
+  const CommentPlaces places = place_comments(g, source, filename);
+  // The printed form, by slot: the header up to ") {", one line per node, the return line, "}".
   const std::string printed = print_graph(g);
   const size_t header_end = printed.find(") {\n") + 3;
   std::vector<std::string> lines{printed.substr(0, header_end)};
@@ -1295,17 +1308,16 @@ std::string print_graph_keeping_comments(const Graph& g, std::string_view source
     lines.push_back(printed.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  // lines: header, n nodes, return, "}".
   std::string out;
   auto own_lines = [&](size_t slot, std::string_view indent) {
-    for (const std::string& c : before[slot]) out += fmt::format("{}{}\n", indent, c);
+    for (const std::string& c : places.before[slot]) out += fmt::format("{}{}\n", indent, c);
   };
   own_lines(0, "");
-  for (size_t slot = 1; slot < n + 4 && slot - 1 < lines.size(); ++slot) {
-    if (slot >= 2 && slot <= n + 2) own_lines(slot, "  ");
-    out += lines[slot - 1] + trailing[slot] + "\n";
+  for (size_t slot = 1; slot <= lines.size(); ++slot) {
+    if (slot >= 2 && slot < lines.size()) own_lines(slot, "  ");
+    out += lines[slot - 1] + places.trailing[slot] + "\n";
   }
-  own_lines(n + 3, "");
+  own_lines(lines.size(), "");
   return out;
 }
 
