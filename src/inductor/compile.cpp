@@ -18,7 +18,7 @@
 #include "inductor/codegen_llvm.h"
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
-#include "inductor/storage_model.h"
+#include "graph/storage_model.h"
 #include "ops/dispatch.h"
 #include "runtime/host_caches.h"
 #include "runtime/jit.h"
@@ -300,12 +300,12 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   // 1. decompositions, eager's view and in-place checks (before cleanup may drop an unused bad view), cleanup
   std::vector<bool> unrounded;
   impl->graph = decompose_composites(g, inject, &unrounded);
-  StorageModel(impl->graph).check(impl->node_labels);
+  graph::StorageModel(impl->graph).check(impl->node_labels);
   graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor");
   if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
 
   // 2. lowering and scheduling
-  impl->lowered = lower_graph(impl->graph, StorageModel(impl->graph), inject, unrounded);
+  impl->lowered = lower_graph(impl->graph, graph::StorageModel(impl->graph), inject, unrounded);
   if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
   impl->schedule = schedule_graph(impl->lowered, options.fuse, inject);
   impl->loop_ir = print_schedule(impl->schedule, impl->lowered);

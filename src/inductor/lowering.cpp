@@ -235,14 +235,14 @@ bool is_unsigned_int(DType dt) { return dt == DType::U8; }
 
 class Lowerer {
  public:
-  Lowerer(const Graph& g, const StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
+  Lowerer(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
       : g_(g), storage_(storage), inject_(inject), unrounded_(unrounded), users_(g.users()) {}
 
   LoweredGraph run();
 
  private:
   const Graph& g_;
-  const StorageModel& storage_;
+  const graph::StorageModel& storage_;
   const InjectSpec& inject_;
   const std::vector<bool>& unrounded_;
   std::vector<std::vector<int>> users_;
@@ -1183,7 +1183,7 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
                          const std::vector<bool>& unrounded) {
   return Lowerer(g, storage, inject, unrounded).run();
 }

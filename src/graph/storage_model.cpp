@@ -1,10 +1,10 @@
 // The inductor's model of eager's storages, and eager's view and in-place checks run on it (storage_model.h).
-#include "inductor/storage_model.h"
+#include "graph/storage_model.h"
 
 #include "graph/interpreter.h"
 #include "ops/dispatch.h"
 
-namespace kiln::inductor {
+namespace kiln::graph {
 
 using graph::Graph;
 using graph::Node;
@@ -38,7 +38,7 @@ StorageModel::StorageModel(const Graph& g) : g_(g), entries_(size_t(g.num_values
 
 void StorageModel::own(ValueId v) {
   const TensorMeta& m = g_.value(v).meta;
-  entries_[size_t(v)] = Entry{v, 0, strided_extent(m.sizes, m.strides)};
+  entries_[size_t(v)] = Entry{v, 0, strided_extent(m.sizes, m.strides), false};
 }
 
 void StorageModel::model_node(const Node& n) {
@@ -59,6 +59,7 @@ void StorageModel::model_node(const Node& n) {
     offset = n.info().kernel(call).at(0).offset();
   }
   entries_[size_t(n.outputs[0])] = Entry{entries_[size_t(src)].owner, offset, 0};
+  if (n.info().is_inplace()) entries_[size_t(entries_[size_t(src)].owner)].written = true;
   for (size_t i = 1; i < n.outputs.size(); ++i) own(n.outputs[i]);
 }
 
@@ -94,4 +95,4 @@ void StorageModel::check_node(const Node& n) const {
   }
 }
 
-}  // namespace kiln::inductor
+}  // namespace kiln::graph
