@@ -314,9 +314,9 @@ class Lowerer {
   }
 
   // Where eager keeps `v`: a view of the buffer of the value owning its storage (realised first), at eager's
-  // offset and strides (storage_model.h). Every owner's buffer is laid out as eager's storage (its result's
-  // strides, which are contiguous), except a composite left undecomposed (KILN_BISECT_DISABLE) that eager
-  // answers with a view: refused with a CompileError rather than writing or viewing a copy.
+  // offset and strides (storage_model.h). Every owner's buffer is laid out as eager's storage (the result's
+  // strides, contiguous for every op that allocates); should one not be, the graph is refused with a
+  // CompileError rather than writing or viewing a copy.
   BufferView eager_view(ValueId v) {
     const ValueId owner = storage_.owner(v);
     realize(owner, fmt::format("%{} is addressed in its storage", name(v)));
