@@ -2,6 +2,8 @@
 // elimination and constant folding. The rules each pass follows are documented in passes.h.
 #include "graph/passes.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
@@ -10,6 +12,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
+#include "graph/storage_model.h"
 #include "graph/text.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
@@ -41,12 +44,15 @@ void erase_dead_nodes(Graph& g, const std::vector<bool>& dead) {
 
 bool is_inplace_node(const Node& n) { return n.kind == NodeKind::Op && n.info().is_inplace(); }
 
-// Values that an in-place node mutates (its `self` argument).
+// Values whose storage an in-place node writes, through the value itself or any alias of it (a view, the
+// in-place result, `contiguous` of a contiguous tensor: storage_model.h), as eager shares storages.
 std::vector<bool> mutated_values(const Graph& g) {
   std::vector<bool> mutated(size_t(g.num_values()), false);
-  for (const Node& n : g.nodes())
-    if (is_inplace_node(n))
-      if (const auto* t = std::get_if<TensorArg>(&n.args.at(0))) mutated[size_t(t->id)] = true;
+  bool any = false;
+  for (const Node& n : g.nodes()) any |= is_inplace_node(n);
+  if (!any) return mutated;
+  const StorageModel storage(g);
+  for (ValueId id = 0; id < g.num_values(); ++id) mutated[size_t(id)] = storage.written_in_place(id);
   return mutated;
 }
 
@@ -147,6 +153,7 @@ bool eliminate_dead_code(Graph& g) {
 }
 
 bool eliminate_common_subexpressions(Graph& g) {
+  const std::vector<bool> mutated = mutated_values(g);
   std::vector<ValueId> remap(size_t(g.num_values()));
   for (ValueId id = 0; id < g.num_values(); ++id) remap[size_t(id)] = id;
   std::unordered_map<std::string, size_t> seen;  // key -> index of the first node computing it
@@ -161,6 +168,8 @@ bool eliminate_common_subexpressions(Graph& g) {
       continue;
     }
     if (is_random_node(n)) continue;
+    // Two results written in place later are two storages in eager: merged, one would see the other's writes.
+    if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId o) { return mutated[size_t(o)]; })) continue;
     auto [it, inserted] = seen.try_emplace(node_key(g, n), i);
     if (inserted) continue;
     const Node& first = nodes[it->second];

@@ -21,7 +21,7 @@
 #include "inductor/codegen_llvm.h"
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
-#include "inductor/storage_model.h"
+#include "graph/storage_model.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 #include "runtime/host_caches.h"
@@ -406,13 +406,13 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   KILN_LOG(LogChannel::Graph, "inductor: graph {} enters the inductor:\n{}", g.name, graph::print_graph(g));
   impl->graph = in_stage("inductor/decompose", [&] { return decompose_composites(g, inject, &unrounded); });
   KILN_LOG(LogChannel::Graph, "inductor: graph {} after decomposition:\n{}", g.name, graph::print_graph(impl->graph));
-  StorageModel(impl->graph).check(impl->node_labels);
+  graph::StorageModel(impl->graph).check(impl->node_labels);
   in_stage("inductor/passes", [&] { return graph::run_pipeline(impl->graph, graph::cleanup_pipeline(), "inductor"); });
   if (!debug_dir.empty()) dump(dump_dir, "01_decomposed.kir", graph::print_graph(impl->graph));
 
   // 2. lowering and scheduling
   impl->lowered = in_stage("inductor/lowering",
-                           [&] { return lower_graph(impl->graph, StorageModel(impl->graph), inject, unrounded); });
+                           [&] { return lower_graph(impl->graph, graph::StorageModel(impl->graph), inject, unrounded); });
   KILN_LOG(LogChannel::Graph, "inductor: graph {} lowered to loop IR:\n{}", g.name, print_nodes(impl->lowered));
   if (!debug_dir.empty()) dump(dump_dir, "02_loop_ir_before_fusion.txt", print_nodes(impl->lowered));
   impl->schedule = in_stage("inductor/schedule", [&] { return schedule_graph(impl->lowered, options.fuse, inject); });

@@ -235,14 +235,14 @@ bool is_unsigned_int(DType dt) { return dt == DType::U8; }
 
 class Lowerer {
  public:
-  Lowerer(const Graph& g, const StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
+  Lowerer(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
       : g_(g), storage_(storage), inject_(inject), unrounded_(unrounded), users_(g.users()) {}
 
   LoweredGraph run();
 
  private:
   const Graph& g_;
-  const StorageModel& storage_;
+  const graph::StorageModel& storage_;
   const InjectSpec& inject_;
   const std::vector<bool>& unrounded_;
   std::vector<std::vector<int>> users_;
@@ -314,9 +314,9 @@ class Lowerer {
   }
 
   // Where eager keeps `v`: a view of the buffer of the value owning its storage (realised first), at eager's
-  // offset and strides (storage_model.h). Every owner's buffer is laid out as eager's storage (its result's
-  // strides, which are contiguous), except a composite left undecomposed (KILN_BISECT_DISABLE) that eager
-  // answers with a view: refused with a CompileError rather than writing or viewing a copy.
+  // offset and strides (storage_model.h). Every owner's buffer is laid out as eager's storage (the result's
+  // strides, contiguous for every op that allocates); should one not be, the graph is refused with a
+  // CompileError rather than writing or viewing a copy.
   BufferView eager_view(ValueId v) {
     const ValueId owner = storage_.owner(v);
     realize(owner, fmt::format("%{} is addressed in its storage", name(v)));
@@ -1182,7 +1182,7 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
                          const std::vector<bool>& unrounded) {
   return Lowerer(g, storage, inject, unrounded).run();
 }

@@ -10,7 +10,7 @@
 #include "graph/graph.h"
 #include "inductor/inject.h"
 #include "inductor/ir.h"
-#include "inductor/storage_model.h"
+#include "graph/storage_model.h"
 
 namespace kiln::inductor {
 
@@ -32,7 +32,7 @@ graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& injec
 
 // Lowers a graph without Composite nodes (the result of decompose_composites); `unrounded` as returned there.
 // `storage` (of `g`) places as_strided views and in-place writes where eager has them.
-LoweredGraph lower_graph(const graph::Graph& g, const StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const graph::Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
                          const std::vector<bool>& unrounded = {});
 
 }  // namespace kiln::inductor

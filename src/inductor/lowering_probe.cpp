@@ -114,7 +114,7 @@ OpLowering probe_lowering(const OpInfo& op) {
     bool kept = false;  // the op's node survived decomposition
     for (const graph::Node& n : decomposed.nodes()) kept |= n.kind == graph::NodeKind::Op && n.op == op.id;
     if (!kept) return {OpLowering::Kind::Decomposed, ""};
-    LoweredGraph lg = lower_graph(decomposed, StorageModel(decomposed), none);
+    LoweredGraph lg = lower_graph(decomposed, graph::StorageModel(decomposed), none);
     for (const LoopNode& n : lg.nodes)
       if (n.kind == LoopNode::Kind::Extern && decomposed.nodes()[size_t(n.graph_node)].op == op.id)
         return {OpLowering::Kind::Extern, n.reason};

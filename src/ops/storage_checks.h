@@ -1,5 +1,5 @@
 // The checks that keep views and in-place writes inside their storage, shared by eager (on real tensors) and
-// the inductor (at compile time, on its model of eager's storages: src/inductor/storage_model.h), so both
+// the inductor (at compile time, on its model of eager's storages: src/graph/storage_model.h), so both
 // accept and reject the same programs with the same messages.
 #pragma once
 #include <optional>

@@ -1,10 +1,12 @@
 // The inductor's model of eager's storages, and eager's view and in-place checks run on it (storage_model.h).
-#include "inductor/storage_model.h"
+#include "graph/storage_model.h"
+
+#include <algorithm>
 
 #include "graph/interpreter.h"
 #include "ops/dispatch.h"
 
-namespace kiln::inductor {
+namespace kiln::graph {
 
 using graph::Graph;
 using graph::Node;
@@ -29,6 +31,45 @@ bool aliases_first_input(const Graph& g, const Node& n) {
   return false;
 }
 
+// Follows an undecomposed composite op's decomposition (KILN_BISECT_DISABLE, a random dropout) on meta tensors
+// placed where eager's tensors lie, as eager runs it: a result aliases the first input when the decomposition
+// answers with (views of) it, like dropout with p = 0 or reshape of a viewable tensor.
+class AliasTracer : public MetaCallRecorder {
+ public:
+  explicit AliasTracer(const Tensor& source) { track(source); }
+  bool tracked(const Tensor& t) const { return std::find(tracked_.begin(), tracked_.end(), t.impl()) != tracked_.end(); }
+
+  std::vector<Tensor> record(const OpCall& call) override {
+    const OpInfo& op = *call.op;
+    const bool from_source = !call.args.empty() && call.args[0].is_tensor() && tracked(call.args[0].tensor());
+    if (op.kind == OpKind::Composite && op.decomp) {  // eager runs it by its decomposition too (no kernel)
+      ScopedMetaCallRecorder on(this);
+      return op.decomp(call);
+    }
+    std::vector<Tensor> outs;
+    const Tensor& x = from_source ? call.args[0].tensor() : Tensor();
+    if (from_source && (op.kind == OpKind::View || (op.id == OpId::contiguous && x.is_contiguous()) ||
+                        (op.id == OpId::to && call.args[1].is_dtype() && call.args[1].dtype() == x.dtype()))) {
+      outs = op.kind == OpKind::View ? op.kernel(call) : std::vector<Tensor>{x};
+      for (const Tensor& t : outs) track(t);
+      return outs;
+    }
+    for (const TensorMeta& m : infer_meta(call)) outs.push_back(Tensor::meta(m));
+    return outs;
+  }
+  void alias(const Tensor& of, const Tensor& alias) override {
+    if (tracked(of)) track(alias);
+  }
+
+ private:
+  void track(const Tensor& t) {
+    tracked_.push_back(t.impl());
+    keep_.push_back(t);
+  }
+  std::vector<const TensorImpl*> tracked_;
+  std::vector<Tensor> keep_;  // keeps the impls alive, so their addresses stay unique
+};
+
 }  // namespace
 
 StorageModel::StorageModel(const Graph& g) : g_(g), entries_(size_t(g.num_values())) {
@@ -38,10 +79,33 @@ StorageModel::StorageModel(const Graph& g) : g_(g), entries_(size_t(g.num_values
 
 void StorageModel::own(ValueId v) {
   const TensorMeta& m = g_.value(v).meta;
-  entries_[size_t(v)] = Entry{v, 0, strided_extent(m.sizes, m.strides)};
+  entries_[size_t(v)] = Entry{v, 0, strided_extent(m.sizes, m.strides), false};
 }
 
 void StorageModel::model_node(const Node& n) {
+  auto placed = [&](ValueId id) {  // a meta tensor where eager's tensor for `id` lies
+    Tensor t = Tensor::meta(g_.value(id).meta);
+    t.impl()->offset = entries_[size_t(id)].offset;
+    return t;
+  };
+  if (n.kind == graph::NodeKind::Op && n.info().kind == OpKind::Composite && n.info().decomp &&
+      tensor_arg(n, 0) != graph::kNoValue) {
+    const ValueId src = tensor_arg(n, 0);
+    OpCall call = bind_args(n.info(), graph::node_ivalues(n, placed));
+    AliasTracer tracer(call.tensor(0));
+    std::vector<Tensor> results;
+    {
+      ScopedMetaCallRecorder on(&tracer);
+      results = n.info().decomp(call);
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (k < results.size() && tracer.tracked(results[k]))
+        entries_[size_t(n.outputs[k])] = Entry{entries_[size_t(src)].owner, results[k].offset(), 0, false};
+      else
+        own(n.outputs[k]);
+    }
+    return;
+  }
   if (!aliases_first_input(g_, n)) {
     for (ValueId o : n.outputs) own(o);
     return;
@@ -51,14 +115,11 @@ void StorageModel::model_node(const Node& n) {
   if (n.info().kind == OpKind::View) {
     // The view kernels compute sizes, strides and offset only, so they run on meta tensors placed where eager's
     // tensors lie; as_strided's storage check is check()'s (the meta tensors have no storage).
-    OpCall call = bind_args(n.info(), graph::node_ivalues(n, [&](ValueId id) {
-      Tensor t = Tensor::meta(g_.value(id).meta);
-      t.impl()->offset = entries_[size_t(id)].offset;
-      return t;
-    }));
+    OpCall call = bind_args(n.info(), graph::node_ivalues(n, placed));
     offset = n.info().kernel(call).at(0).offset();
   }
   entries_[size_t(n.outputs[0])] = Entry{entries_[size_t(src)].owner, offset, 0};
+  if (n.info().is_inplace()) entries_[size_t(entries_[size_t(src)].owner)].written = true;
   for (size_t i = 1; i < n.outputs.size(); ++i) own(n.outputs[i]);
 }
 
@@ -94,4 +155,4 @@ void StorageModel::check_node(const Node& n) const {
   }
 }
 
-}  // namespace kiln::inductor
+}  // namespace kiln::graph

@@ -3,7 +3,7 @@
 // their input's), at which offset, and how many elements each storage holds. The inductor runs eager's view
 // and in-place checks on it before lowering (storage_checks.h: the same functions and messages eager uses at
 // run time), and addresses as_strided views and in-place writes through it, so a compiled program reads and
-// writes exactly the elements eager does.
+// writes exactly the elements eager does. The graph passes ask it which values an in-place write reaches.
 #pragma once
 #include <functional>
 #include <string>
@@ -12,7 +12,7 @@
 #include "graph/graph.h"
 #include "ops/storage_checks.h"
 
-namespace kiln::inductor {
+namespace kiln::graph {
 
 class StorageModel {
  public:
@@ -30,12 +30,17 @@ class StorageModel {
   StorageSpan span(graph::ValueId v) const;
   // Elements the storage owned by `owner` holds in eager.
   int64_t capacity(graph::ValueId owner) const { return entries_[size_t(owner)].capacity; }
+  // Whether an in-place node of the graph writes the storage `v` lives in (through `v` or any alias of it).
+  bool written_in_place(graph::ValueId v) const {
+    return entries_[size_t(v)].owner != graph::kNoValue && entries_[size_t(entries_[size_t(v)].owner)].written;
+  }
 
  private:
   struct Entry {
     graph::ValueId owner = graph::kNoValue;
     int64_t offset = 0;
     int64_t capacity = 0;  // for owners
+    bool written = false;  // for owners: an in-place node writes this storage
   };
   const graph::Graph& g_;
   std::vector<Entry> entries_;
@@ -44,4 +49,4 @@ class StorageModel {
   void check_node(const graph::Node& n) const;
 };
 
-}  // namespace kiln::inductor
+}  // namespace kiln::graph
