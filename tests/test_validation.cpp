@@ -27,6 +27,7 @@
 #include "graph/interpreter.h"
 #include "graph/text.h"
 #include "minifier/inject_backend.h"
+#include "minifier/minifier.h"
 #include "minifier/oracle.h"
 #include "minifier/values.h"
 #include "ops/api.h"
@@ -379,6 +380,26 @@ TEST(TimeLimits, AColdCompileLongerThanTheTimeoutIsNotAHang) {
   EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, "none");
   o.backend = "test_slow_compile_hang";
   EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, "hang");
+}
+
+// The library entry points reject the values the CLI rejects (a program calling them directly types them too).
+TEST(TimeLimits, LibraryEntryPointsRejectBadLimits) {
+  graph::Graph g = relu_graph();
+  std::vector<Tensor> in = graph::seeded_inputs(g, 0);
+  for (double bad : {0.0, -5.0, double(NAN), double(INFINITY)}) {
+    EXPECT_THROW(classify_run(g, in, "eager", 1e-4, bad), Error) << bad;
+    if (bad != 0.0) EXPECT_THROW(classify_run(g, in, "eager", bad, 30), Error) << bad;
+  }
+  minify::register_inject_test_backend();
+  for (int which = 0; which < 4; ++which) {
+    minify::MinifyOptions o;
+    o.backend = "eager";
+    if (which == 0) o.jobs = 0;
+    if (which == 1) o.timeout_s = -5;
+    if (which == 2) o.tolerance = -1;
+    if (which == 3) o.memory_budget = -1;
+    EXPECT_THROW(minify::minify(g, in, o), Error) << which;
+  }
 }
 
 // ---------------------------------------------------------------- the minifier's own failures
