@@ -197,6 +197,27 @@ TEST_F(CliTest, BisectWarnsWhenANamedSiteNeverAnswered) {
   EXPECT_FALSE(contains(quiet.output, "warning")) << quiet.output;
 }
 
+// The registry the settings are checked against lists every site in the sources, as the binary prints it.
+TEST_F(CliTest, BisectSiteRegistryMatchesTheSources) {
+  const std::string listed = shell("kiln --help-options-md").output;
+  std::set<std::string> sites;
+  for (const auto& e : fs::recursive_directory_iterator(source_path("src"))) {
+    if (e.path().extension() != ".cpp") continue;
+    const std::string text = read_text(e.path());
+    std::regex call(R"re(should_run\("(\w+)", "(\w+)")re"), pass(R"re(return \{"(\w+)", )re");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), call); it != std::sregex_iterator(); ++it)
+      sites.insert((*it)[1].str() + ":" + (*it)[2].str());
+    if (e.path().filename() == "passes.cpp")
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), pass); it != std::sregex_iterator(); ++it)
+        sites.insert("passes:" + (*it)[1].str());
+  }
+  EXPECT_GE(sites.size(), 12u);
+  for (const std::string& site : sites) {
+    const std::string stage = site.substr(0, site.find(':')), subsystem = site.substr(site.find(':') + 1);
+    EXPECT_TRUE(std::regex_search(listed, std::regex("- `" + stage + "`: [^\n]*`" + subsystem + "`"))) << site;
+  }
+}
+
 // ---------------------------------------------------------------- log channels
 
 // The command that makes each channel print; the channel list is the binary's own (`kiln --help-options`), so
