@@ -44,12 +44,6 @@ void flush_tensors(const std::vector<Tensor>& ts) {
     if (t.storage()) flush_from_caches(t.storage()->data(), t.storage()->nbytes());
 }
 
-double cpu_ms_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
 double wall_ms_now() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -70,14 +64,14 @@ BenchCase sample(const std::string& name, const std::function<void()>& call,
     if (cold) {
       for (int64_t i = 0; i < out.iterations; ++i) {
         flush();
-        const double w0 = wall_ms_now(), c0 = cpu_ms_now();
+        const double w0 = wall_ms_now(), c0 = process_cpu_ms();
         call();
-        cpu += cpu_ms_now() - c0, wall += wall_ms_now() - w0;
+        cpu += process_cpu_ms() - c0, wall += wall_ms_now() - w0;
       }
     } else {
-      const double w0 = wall_ms_now(), c0 = cpu_ms_now();
+      const double w0 = wall_ms_now(), c0 = process_cpu_ms();
       for (int64_t i = 0; i < out.iterations; ++i) call();
-      cpu = cpu_ms_now() - c0, wall = wall_ms_now() - w0;
+      cpu = process_cpu_ms() - c0, wall = wall_ms_now() - w0;
     }
     out.samples_ms.push_back(wall / double(out.iterations));
     out.cpu_samples_ms.push_back(cpu / double(out.iterations));

@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
-#include <chrono>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <variant>
 
 #include "api/backends.h"
+#include "gate/rank_test.h"
 #include "core/device.h"
 #include "core/options.h"
 #include "eager/philox.h"
@@ -32,9 +34,9 @@ Measurement failure(std::string status, std::string message) {
   return m;
 }
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
+// A call-time sample repeats the call until it lasts this long: single calls of small graphs take microseconds,
+// where the timer's and the scheduler's noise would decide.
+constexpr double kMinSampleMs = 5;
 
 std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
   NoGradGuard no_grad;
@@ -65,9 +67,9 @@ std::variant<double, Measurement> cold_compile_ms(const BackendCompileFn& compil
   IsolatedResult r = run_isolated([&] {
     TemporaryCacheDir cache;
     ScopedOption cold_cache(Opt::CacheDir, cache.path);
-    auto t0 = std::chrono::steady_clock::now();
+    const double t0 = process_cpu_ms();
     compile(g);
-    return fmt::format("{}", ms_since(t0));
+    return fmt::format("{}", process_cpu_ms() - t0);
   }, timeout_s);
   if (r.kind == IsolatedResult::Kind::Ok) return std::stod(r.payload);
   return failure(r.kind == IsolatedResult::Kind::Hang ? "hang" : "compile_error",
@@ -75,7 +77,8 @@ std::variant<double, Measurement> cold_compile_ms(const BackendCompileFn& compil
 }
 
 // Times a graph that passed: `repetitions` cold compiles, then one warm-up call (its peak allocation beyond
-// the inputs is the entry's peak bytes) and `repetitions` timed calls.
+// the inputs is the entry's peak bytes) and `repetitions` samples of calls. Times are CPU time of the child
+// (it computes on one thread, repro/isolate.h), which other jobs on a shared CI runner barely move.
 void time_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunConfig& c,
                 Measurement& m) {
   if (const BackendCompileFn* compile = find_backend_compiler(c.backend))
@@ -88,15 +91,25 @@ void time_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64
       m.compile_ms.push_back(std::get<double>(ms));
     }
   const BackendFn& run = find_backend(c.backend);
-  for (int r = -1; r < c.repetitions; ++r) {
+  auto call = [&] {
     std::vector<Tensor> args = detached_clones(inputs);
     manual_seed(seed);
-    int64_t before = Storage::live_bytes();
-    Storage::reset_peak_bytes();
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outs = run(g, args);
-    if (r < 0) m.peak_bytes = Storage::peak_bytes() - before;
-    else m.run_ms.push_back(ms_since(t0));
+    return run(g, args);
+  };
+  // The warm-up call (it compiles, or finds the program in the kernel cache) gives the peak allocation; the
+  // next one how many calls make a sample last kMinSampleMs.
+  int64_t before = Storage::live_bytes();
+  Storage::reset_peak_bytes();
+  call();
+  m.peak_bytes = Storage::peak_bytes() - before;
+  const double w0 = process_cpu_ms();
+  call();
+  const double one_ms = process_cpu_ms() - w0;
+  const int calls = int(std::clamp(std::ceil(kMinSampleMs / std::max(one_ms, 1e-3)), 1.0, 10000.0));
+  for (int r = 0; r < c.repetitions; ++r) {
+    const double t0 = process_cpu_ms();
+    for (int i = 0; i < calls; ++i) call();
+    m.run_ms.push_back((process_cpu_ms() - t0) / calls);
   }
 }
 

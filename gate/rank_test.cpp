@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <time.h>
 
 namespace kiln::gate {
 
@@ -33,6 +34,12 @@ std::vector<double> u_counts(size_t n, size_t m) {
 }
 
 }  // namespace
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
 
 double median(std::vector<double> xs) {
   if (xs.empty()) return std::numeric_limits<double>::quiet_NaN();

@@ -17,4 +17,8 @@ RankTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>&
 
 double median(std::vector<double> xs);  // NaN for an empty sample
 
+// CPU time of this process (all its threads) in milliseconds: timings that other processes' load on the
+// machine barely moves (kiln gate's children compute on one thread, so theirs is their work).
+double process_cpu_ms();
+
 }  // namespace kiln::gate

@@ -176,14 +176,16 @@ TEST_F(CliTest, BisectDisablePassesStageSkipsThePass) {
 
 TEST_F(CliTest, BisectRejectsNamesNoSiteHas) {
   std::string g = file("g.kir", kTwice);
-  for (const char* bad : {"KILN_BISECT_DISABLE=passes:cs", "KILN_BISECT_DISABLE=pases", "KILN_BISECT_LIMIT=inductor:fuse=3",
-                          "KILN_BISECT_DISABLE=inductor:"}) {
+  for (const char* bad : {"KILN_BISECT_DISABLE=passes:cs", "KILN_BISECT_DISABLE=pases", "KILN_BISECT_LIMIT=inductor:fuse=3"}) {
     CliResult r = shell("kiln run " + g + " --backend inductor", bad);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.output;
     EXPECT_TRUE(contains(r.output, "no bisection site is called")) << bad << ": " << r.output;
   }
   CliResult r = shell("kiln run " + g + " --backend inductor", "KILN_BISECT_DISABLE=passes:cs");
   EXPECT_TRUE(contains(r.output, "did you mean 'passes:cse'?")) << r.output;
+  CliResult empty = shell("kiln run " + g + " --backend inductor", "KILN_BISECT_DISABLE=inductor:");  // malformed
+  EXPECT_EQ(empty.exit_code, 2) << empty.output;
+  EXPECT_TRUE(contains(empty.output, "'' is not a subsystem name")) << empty.output;
 }
 
 TEST_F(CliTest, BisectWarnsWhenANamedSiteNeverAnswered) {

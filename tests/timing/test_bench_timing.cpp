@@ -13,20 +13,21 @@ using namespace kiln::cli_test;
 namespace {
 
 // The same binary against itself, five times: on a shared 2-core machine calls move by tens of percent between
-// runs seconds apart, so this compares CPU time (one thread) with a 50% tolerance (the defaults, wall-clock
-// time and 10%, are for a quiet machine); the rank test must keep alarms at zero.
+// runs seconds apart (CPU time too: a neighbour thrashing the shared cache moved the eager case by 40%), so this
+// compares CPU time (one thread) with a 100% tolerance (the defaults, wall-clock time and 10%, are for a quiet
+// machine); the rank test must keep alarms at zero, and fusion disabled (14-19x slower) must still be flagged.
 TEST_F(Bench, TheSameBinaryIsNotFlaggedAndDisabledFusionIs) {
   ASSERT_EQ(bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --json '" + path("base.json") +
                      "'").exit_code, 0);
   int false_alarms = 0;
   for (int i = 0; i < 5; ++i) {
-    CommandResult same = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 0.5 "
+    CommandResult same = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
                                    "--metric cpu --baseline '" + path("base.json") + "'");
     false_alarms += same.exit_code != 0;
   }
   EXPECT_EQ(false_alarms, 0);
 
-  CommandResult unfused = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 0.5 "
+  CommandResult unfused = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
                                     "--metric cpu --baseline '" + path("base.json") + "'",
                                     "KILN_BISECT_DISABLE=inductor:fusion");
   EXPECT_EQ(unfused.exit_code, 1) << unfused.output;
