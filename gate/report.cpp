@@ -65,7 +65,7 @@ std::string summary_text(const std::vector<EntryResult>& results, const RunInfo&
   for (const EntryResult& r : results) {
     out += fmt::format("  {:<13} {}", verdict_name(r.verdict), r.entry.name);
     if (r.verdict == Verdict::Skipped) out += "  (" + r.entry.skip_reason + ")";
-    else if (r.now.passed()) out += "  " + figures(r);
+    else if (r.now.passed() && !figures(r).empty()) out += "  " + figures(r);
     else out += "  " + r.now.status + ": " + first_line(r.now.message);
     out += "\n";
     for (const std::string& what : r.regressions) out += "      regressed: " + first_line(what) + "\n";

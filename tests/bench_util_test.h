@@ -3,13 +3,13 @@
 #pragma once
 #include <string>
 
-#include "cli_util.h"
+#include "cli_run.h"
 
 namespace kiln::cli_test {
 
 // One OpenMP thread: where other processes share the two cores, a team of two spinning threads makes single
 // calls many times slower at random; timings on one thread move with the machine's load only.
-inline CommandResult bench_cli(const std::string& args, const std::string& env = "") {
+inline CliResult bench_cli(const std::string& args, const std::string& env = "") {
   return kiln_cli(args, "OMP_NUM_THREADS=1 " + env);
 }
 
@@ -25,10 +25,10 @@ inline std::string chain_graph() {
   return g + "  return " + prev + "\n}\n";
 }
 
-class Bench : public TempDirTest {
+class Bench : public CliTest {
  protected:
   void SetUp() override {
-    TempDirTest::SetUp();
+    CliTest::SetUp();
     write_file(dir_ / "chain.kir", chain_graph());
   }
 };

@@ -39,11 +39,18 @@ inline CliResult shell(const std::string& command, const std::string& env = "") 
   return {-1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, out};
 }
 
+// Runs `kiln <args>` (the binary under test) with `env` prepended.
+inline CliResult kiln_cli(const std::string& args, const std::string& env = "") { return shell("kiln " + args, env); }
+
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
+}
+
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
 }
 
 inline std::filesystem::path source_path(const std::string& relative) {
@@ -62,7 +69,7 @@ class CliTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
+    write_file(dir_ / name, text);
     return (dir_ / name).string();
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }

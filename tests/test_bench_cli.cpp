@@ -23,12 +23,12 @@ int count(const std::string& text, const std::string& what) {
 }
 
 TEST_F(Bench, WritesGoogleBenchmarkJsonThatRoundTripsAsABaseline) {
-  CommandResult r = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm --json '" +
+  CliResult r = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm --json '" +
                              path("a.json") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("chain/compiled/warm"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("faster than eager"), std::string::npos) << r.output;
-  json j = json::parse(read_file(path("a.json")));
+  json j = json::parse(read_text(path("a.json")));
   ASSERT_TRUE(j.contains("context"));
   int iterations = 0, medians = 0;
   for (const json& b : j["benchmarks"]) {
@@ -39,7 +39,7 @@ TEST_F(Bench, WritesGoogleBenchmarkJsonThatRoundTripsAsABaseline) {
   EXPECT_EQ(iterations, 3 * 3);  // compiled, eager, copy: three samples each
   EXPECT_EQ(medians, 3);
 
-  CommandResult again = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm --baseline '" +
+  CliResult again = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm --baseline '" +
                                  path("a.json") + "' --tolerance 1");
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(count(again.output, " new\n") + count(again.output, " missing\n"), 0) << again.output;  // every case matched
@@ -48,22 +48,22 @@ TEST_F(Bench, WritesGoogleBenchmarkJsonThatRoundTripsAsABaseline) {
 
 TEST_F(Bench, CorruptAndForeignBaselinesAreClearErrors) {
   write_file(dir_ / "corrupt.json", "{\"benchmarks\": [");
-  CommandResult corrupt = bench_cli("bench '" + path("chain.kir") + "' --baseline '" + path("corrupt.json") + "'");
+  CliResult corrupt = bench_cli("bench '" + path("chain.kir") + "' --baseline '" + path("corrupt.json") + "'");
   EXPECT_EQ(corrupt.exit_code, 2) << corrupt.output;
   EXPECT_NE(corrupt.output.find("the baseline is not valid JSON"), std::string::npos) << corrupt.output;
 
   write_file(dir_ / "foreign.json", R"({"kiln_gate_baseline": 1, "entries": {}})");
-  CommandResult foreign = bench_cli("bench '" + path("chain.kir") + "' --baseline '" + path("foreign.json") + "'");
+  CliResult foreign = bench_cli("bench '" + path("chain.kir") + "' --baseline '" + path("foreign.json") + "'");
   EXPECT_EQ(foreign.exit_code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("not a benchmark result"), std::string::npos) << foreign.output;
 
   write_file(dir_ / "history.jsonl", "{\"benchmarks\": []}\nnot json\n");
-  CommandResult history = bench_cli("bench report '" + path("history.jsonl") + "' -o '" + path("r.html") + "'");
+  CliResult history = bench_cli("bench report '" + path("history.jsonl") + "' -o '" + path("r.html") + "'");
   EXPECT_EQ(history.exit_code, 2) << history.output;
   EXPECT_NE(history.output.find("history.jsonl:2: not a JSON line"), std::string::npos) << history.output;
   EXPECT_FALSE(fs::exists(dir_ / "r.html"));
 
-  CommandResult none = bench_cli("bench");
+  CliResult none = bench_cli("bench");
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("name at least one .kir graph"), std::string::npos) << none.output;
 }
@@ -81,7 +81,7 @@ std::string history_line(const std::string& git, double base) {
 TEST_F(Bench, TheReportMarksOnlyTheRunThatGotSlower) {
   write_file(dir_ / "h.jsonl", history_line("aaaa", 1.0) + history_line("bbbb", 1.005) + history_line("cccc", 2.0));
   ASSERT_EQ(bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("r.html") + "'").exit_code, 0);
-  std::string html = read_file(path("r.html"));
+  std::string html = read_text(path("r.html"));
   EXPECT_EQ(count(html, "<circle class=\"regression\""), 1) << html;
   EXPECT_EQ(count(html, "<circle class=\"run\""), 2) << html;
   EXPECT_NE(html.find("cccc 2026-11-24: median 2.07 ms (regression)"), std::string::npos) << html;
@@ -90,7 +90,7 @@ TEST_F(Bench, TheReportMarksOnlyTheRunThatGotSlower) {
 
 std::string find_chromium() {
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
-    if (run_command(std::string("command -v ") + name).exit_code == 0) return name;
+    if (shell(std::string("command -v ") + name).exit_code == 0) return name;
   return "";
 }
 
@@ -98,11 +98,11 @@ TEST_F(Bench, TheHistoryReportHoldsOnePlotPerCaseAndRenders) {
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --history '" + path("h.jsonl") + "'")
                   .exit_code, 0);
-  EXPECT_EQ(count(read_file(path("h.jsonl")), "\n"), 3);  // one line per run
-  CommandResult r = bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("report.html") + "'");
+  EXPECT_EQ(count(read_text(path("h.jsonl")), "\n"), 3);  // one line per run
+  CliResult r = bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("report.html") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("3 runs drawn into"), std::string::npos) << r.output;
-  std::string html = read_file(path("report.html"));
+  std::string html = read_text(path("report.html"));
   EXPECT_EQ(count(html, "<svg class=\"plot\""), 6);  // compiled, eager, copy; cold and warm
   EXPECT_EQ(count(html, "<circle class="), 6 * 3);   // a point per case per run
   EXPECT_NE(html.find("data-case=\"chain/compiled/warm\""), std::string::npos);
@@ -115,11 +115,11 @@ TEST_F(Bench, TheHistoryReportHoldsOnePlotPerCaseAndRenders) {
   fs::create_directories(artifacts);
   fs::path png = artifacts / "bench-report.png";
   fs::remove(png);
-  CommandResult shot = run_command(chromium + " --headless --no-sandbox --disable-gpu --hide-scrollbars "
+  CliResult shot = shell(chromium + " --headless --no-sandbox --disable-gpu --hide-scrollbars "
                                    "--user-data-dir='" + path("chromium-profile") + "' --window-size=1400,1000 "
                                    "--screenshot='" + png.string() + "' 'file://" + path("report.html") + "'");
   ASSERT_TRUE(fs::exists(png)) << shot.output;
-  std::string bytes = read_file(png);
+  std::string bytes = read_text(png);
   EXPECT_EQ(bytes.substr(1, 3), "PNG");
   EXPECT_GT(bytes.size(), 20000u) << "a blank page compresses to a few KB";  // six plots with text and lines
 }

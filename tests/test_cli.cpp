@@ -9,7 +9,7 @@
 #include "core/npy.h"
 #include "core/options.h"
 #include "runtime/jit.h"
-#include "cli_util.h"
+#include "cli_run.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
@@ -17,13 +17,7 @@ using namespace kiln::cli_test;
 
 namespace {
 
-class Cli : public TempDirTest {
- protected:
-  std::string file(const std::string& name, const std::string& text) {
-    write_file(dir_ / name, text);
-    return (dir_ / name).string();
-  }
-};
+class Cli : public CliTest {};
 
 const char* kMlp = R"(graph mlp(%x: f32[2, 3], %w: f32[4, 3], %b: f32[4]) {
   %h = linear(%x, %w, %b) : f32[2, 4]
@@ -93,7 +87,7 @@ TEST(Options, TableRowsAreInEnumOrder) {
 }
 
 TEST(Options, DocsAreGeneratedFromTheTable) {
-  std::string doc = read_file(fs::path(KILN_SOURCE_DIR) / "docs" / "options.md");
+  std::string doc = read_text(fs::path(KILN_SOURCE_DIR) / "docs" / "options.md");
   EXPECT_EQ(doc, options_markdown()) << "docs/options.md is stale: regenerate it with "
                                         "`kiln --help-options-md > docs/options.md`";
 }
@@ -115,19 +109,19 @@ TEST(Log, ChannelsFollowKilnLogs) {
 // ---------------------------------------------------------------- kiln --help-options
 
 TEST_F(Cli, HelpOptionsListsEveryOptionAndChannel) {
-  CommandResult r = kiln_cli("--help-options");
+  CliResult r = kiln_cli("--help-options");
   EXPECT_EQ(r.exit_code, 0);
   for (const OptionSpec& spec : option_table()) EXPECT_NE(r.output.find(spec.env), std::string::npos) << spec.env;
   for (int i = 0; i < kNumLogChannels; ++i)
     EXPECT_NE(r.output.find(log_channel_name(LogChannel(i))), std::string::npos);
-  CommandResult md = kiln_cli("--help-options-md");
+  CliResult md = kiln_cli("--help-options-md");
   EXPECT_EQ(md.exit_code, 0);
   EXPECT_EQ(md.output, options_markdown());
 }
 
 // What a bug report needs about the build: version and commit, the BLAS and the JIT's target, one line each.
 TEST_F(Cli, VersionNamesTheBlasAndTheJitTarget) {
-  CommandResult r = kiln_cli("--version");
+  CliResult r = kiln_cli("--version");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output.rfind("kiln ", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("\nBLAS: OpenBLAS "), std::string::npos) << r.output;
@@ -138,7 +132,7 @@ TEST_F(Cli, VersionNamesTheBlasAndTheJitTarget) {
 
 TEST_F(Cli, WarnsAboutUnknownKilnVariables) {
   std::string g = file("g.kir", kMlp);
-  CommandResult r = kiln_cli("verify " + g, "KILN_LOG=passes");
+  CliResult r = kiln_cli("verify " + g, "KILN_LOG=passes");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("unknown environment variable KILN_LOG; did you mean KILN_LOGS?"), std::string::npos)
       << r.output;
@@ -147,14 +141,14 @@ TEST_F(Cli, WarnsAboutUnknownKilnVariables) {
 // ---------------------------------------------------------------- kiln verify
 
 TEST_F(Cli, VerifyPrintsNodeCount) {
-  CommandResult r = kiln_cli("verify " + file("g.kir", kMlp));
+  CliResult r = kiln_cli("verify " + file("g.kir", kMlp));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "ok: 3 nodes\n");
 }
 
 TEST_F(Cli, VerifyReportsLocatedErrorsWithExit2) {
   std::string bad = file("bad.kir", "graph g(%x: f32[3]) {\n  %a = lienar(%x)\n  return %a\n}\n");
-  CommandResult r = kiln_cli("verify " + bad);
+  CliResult r = kiln_cli("verify " + bad);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("bad.kir:2:8: unknown op 'lienar'"), std::string::npos) << r.output;
 
@@ -180,7 +174,7 @@ TEST_F(Cli, ExamplesVerify) {
     for (const auto& e : fs::directory_iterator(examples)) {
       if (e.path().extension() != ".kir") continue;
       ++seen;
-      CommandResult r = kiln_cli("verify '" + e.path().string() + "'");
+      CliResult r = kiln_cli("verify '" + e.path().string() + "'");
       EXPECT_EQ(r.exit_code, 0) << e.path() << ": " << r.output;
       EXPECT_EQ(r.output.rfind("ok: ", 0), 0u) << r.output;
     }
@@ -196,14 +190,14 @@ TEST_F(Cli, FmtPrintsCanonicalFormAndRewritesInPlace) {
   std::string g = file("g.kir", messy);
   std::string canonical = kMlp;  // comments are kept (docs/cli.md)
   canonical.insert(canonical.find(" : f32[2, 4]\n") + 12, "  # no result type");
-  CommandResult r = kiln_cli("fmt " + g);
+  CliResult r = kiln_cli("fmt " + g);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, canonical);
-  EXPECT_EQ(read_file(g), messy);  // untouched without -i
+  EXPECT_EQ(read_text(g), messy);  // untouched without -i
   r = kiln_cli("fmt -i " + g);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "");
-  EXPECT_EQ(read_file(g), canonical);
+  EXPECT_EQ(read_text(g), canonical);
   EXPECT_EQ(kiln_cli("fmt " + file("bad.kir", "graph g( {")).exit_code, 2);
 }
 
@@ -211,7 +205,7 @@ TEST_F(Cli, FmtPrintsCanonicalFormAndRewritesInPlace) {
 
 TEST_F(Cli, RunSummarisesOutputsFromASeed) {
   std::string g = file("g.kir", kMlp);
-  CommandResult r = kiln_cli("run " + g + " --seed 3");
+  CliResult r = kiln_cli("run " + g + " --seed 3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("(3 inputs from seed 3, backend eager)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("output 0 %y: f32[2, 4]  min "), std::string::npos) << r.output;
@@ -225,25 +219,25 @@ TEST_F(Cli, RunSummarisesOutputsFromASeed) {
 TEST_F(Cli, RunDumpsAndReadsInputs) {
   std::string g = file("g.kir", kMlp);
   std::string dump = (dir_ / "dump").string();
-  CommandResult first = kiln_cli("run " + g + " --seed 1 --dump " + dump);
+  CliResult first = kiln_cli("run " + g + " --seed 1 --dump " + dump);
   EXPECT_EQ(first.exit_code, 0) << first.output;
   for (const char* f : {"x.npy", "w.npy", "b.npy", "output_0.npy", "output_1.npy"})
     EXPECT_TRUE(fs::exists(fs::path(dump) / f)) << f;
   EXPECT_EQ(read_npy((fs::path(dump) / "output_0.npy").string()).sizes(), (Shape{2, 4}));
-  CommandResult again = kiln_cli("run " + g + " --inputs " + dump);
+  CliResult again = kiln_cli("run " + g + " --inputs " + dump);
   EXPECT_EQ(again.exit_code, 0) << again.output;
   auto outputs_part = [](const std::string& s) { return s.substr(s.find("output 0")); };
   EXPECT_EQ(outputs_part(again.output), outputs_part(first.output));
 
   fs::remove(fs::path(dump) / "w.npy");
-  CommandResult missing = kiln_cli("run " + g + " --inputs " + dump);
+  CliResult missing = kiln_cli("run " + g + " --inputs " + dump);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.output.find("w.npy is missing"), std::string::npos) << missing.output;
   EXPECT_NE(kiln_cli("run " + g + " --inputs " + dump + " --seed 1").exit_code, 0);  // mutually exclusive
 }
 
 TEST_F(Cli, RunCheckComparesWithTheFp64Reference) {
-  CommandResult ok = kiln_cli("run --check " + file("g.kir", kMlp));
+  CliResult ok = kiln_cli("run --check " + file("g.kir", kMlp));
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_NE(ok.output.find("check against the fp64 reference: PASS"), std::string::npos) << ok.output;
   // f16 cancellation: (x + 1000) - 1000 loses x's low bits in f16 but not in the f64 reference.
@@ -253,13 +247,13 @@ TEST_F(Cli, RunCheckComparesWithTheFp64Reference) {
   return %b
 }
 )");
-  CommandResult bad = kiln_cli("run --check " + lossy);
+  CliResult bad = kiln_cli("run --check " + lossy);
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_NE(bad.output.find("FAIL"), std::string::npos) << bad.output;
 }
 
 TEST_F(Cli, RunRejectsUnknownBackends) {
-  CommandResult r = kiln_cli("run --backend inductr " + file("g.kir", kMlp));
+  CliResult r = kiln_cli("run --backend inductr " + file("g.kir", kMlp));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("unknown backend 'inductr' (available: eager, "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("inductor"), std::string::npos) << r.output;
@@ -272,13 +266,13 @@ TEST_F(Cli, RunReportsKernelErrorsWithTheNode) {
   return %p
 }
 )");
-  CommandResult r = kiln_cli("run " + g);
+  CliResult r = kiln_cli("run " + g);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("%p = index_select (line 3:3)"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, LogChannelsGoToStderr) {
-  CommandResult r = kiln_cli("run " + file("g.kir", kMlp), "KILN_LOGS=interpreter");
+  CliResult r = kiln_cli("run " + file("g.kir", kMlp), "KILN_LOGS=interpreter");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[kiln:interpreter] %y = relu (line 3:3) -> f32[2, 4]"), std::string::npos) << r.output;
 }

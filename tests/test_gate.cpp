@@ -11,7 +11,7 @@
 
 #include "gate/judge.h"
 #include "gate/rank_test.h"
-#include "cli_util.h"
+#include "cli_run.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
@@ -48,31 +48,31 @@ graph g(%x: f32[4, 8]) {
 }
 )";
 
-class Gate : public TempDirTest {
+class Gate : public CliTest {
  protected:
   void SetUp() override {
-    TempDirTest::SetUp();
+    CliTest::SetUp();
     fs::create_directories(dir_ / "suite");
     write_file(dir_ / "suite" / "relu.kir", kReluGraph);
     write_file(dir_ / "suite" / "tanh.kir", kTanhGraph);
   }
   std::string suite() const { return (dir_ / "suite").string(); }
-  CommandResult gate(const std::string& args, const std::string& env = "") {
+  CliResult gate(const std::string& args, const std::string& env = "") {
     return kiln_cli("gate '" + suite() + "' --repetitions 2 " + args, env);
   }
 };
 
 TEST_F(Gate, ACleanSuitePassesAndWritesEveryReport) {
-  CommandResult r = gate("--junit '" + path("j.xml") + "' --json '" + path("r.json") + "' --markdown '" +
+  CliResult r = gate("--junit '" + path("j.xml") + "' --json '" + path("r.json") + "' --markdown '" +
                          path("m.md") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("PASS          relu.kir  call "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PASS          tanh.kir"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("2 entries: 2 passed, 0 regressed"), std::string::npos) << r.output;
-  std::string junit = read_file(path("j.xml"));
+  std::string junit = read_text(path("j.xml"));
   EXPECT_NE(junit.find("tests=\"2\" failures=\"0\""), std::string::npos) << junit;
   EXPECT_NE(junit.find("<testcase classname=\"kiln.gate.inductor\" name=\"relu.kir\""), std::string::npos) << junit;
-  json report = json::parse(read_file(path("r.json")));
+  json report = json::parse(read_text(path("r.json")));
   ASSERT_EQ(report["entries"].size(), 2u);
   EXPECT_EQ(report["regressions"], 0);
   for (const json& e : report["entries"]) {
@@ -82,21 +82,21 @@ TEST_F(Gate, ACleanSuitePassesAndWritesEveryReport) {
     EXPECT_GT(e["result"]["compile_ms"][0].get<double>(), 0);
     EXPECT_GT(e["result"]["peak_bytes"].get<int64_t>(), 0);  // the outputs at least
   }
-  EXPECT_NE(read_file(path("m.md")).find("### kiln gate: no regressions (inductor)"), std::string::npos);
+  EXPECT_NE(read_text(path("m.md")).find("### kiln gate: no regressions (inductor)"), std::string::npos);
 }
 
 TEST_F(Gate, EachInjectedFailureIsThatEntrysRegression) {
   for (const char* kind : {"accuracy", "compile_error", "crash"}) {
     SCOPED_TRACE(kind);
     std::string env = std::string("KILN_INJECT=relu:") + kind;
-    CommandResult r = gate("--junit '" + path("j.xml") + "'", env);
+    CliResult r = gate("--junit '" + path("j.xml") + "'", env);
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find("REGRESSION    relu.kir  " + std::string(kind)), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("PASS          tanh.kir"), std::string::npos) << r.output;  // only relu's entry fails
     EXPECT_NE(r.output.find("(expected pass)"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("reproduce: " + env + " kiln run " + path("suite/relu.kir") +
                             " --backend inductor --seed 0 --check"), std::string::npos) << r.output;
-    std::string junit = read_file(path("j.xml"));
+    std::string junit = read_text(path("j.xml"));
     EXPECT_NE(junit.find("failures=\"1\""), std::string::npos) << junit;
     size_t relu_case = junit.find("name=\"relu.kir\"");
     size_t failure = junit.find("<failure type=\"regression\"");
@@ -108,11 +108,11 @@ TEST_F(Gate, EachInjectedFailureIsThatEntrysRegression) {
 
 TEST_F(Gate, AFixedReproStaysFixedAndFailingAgainIsARegression) {
   write_file(dir_ / "suite" / "relu_accuracy.repro", kFixedRepro);
-  CommandResult fixed = gate("");
+  CliResult fixed = gate("");
   EXPECT_EQ(fixed.exit_code, 0) << fixed.output;
   EXPECT_NE(fixed.output.find("PASS          relu_accuracy.repro"), std::string::npos) << fixed.output;
 
-  CommandResult again = gate("", "KILN_INJECT=relu:accuracy");
+  CliResult again = gate("", "KILN_INJECT=relu:accuracy");
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_NE(again.output.find("REGRESSION    relu_accuracy.repro  accuracy: the recorded failure reproduces"),
             std::string::npos) << again.output;
@@ -122,30 +122,30 @@ TEST_F(Gate, AFixedReproStaysFixedAndFailingAgainIsARegression) {
 
 TEST_F(Gate, BaselinesRoundTripAndTellKnownFailuresFromFixes) {
   std::string baseline = path("baseline.json");
-  CommandResult update = gate("--baseline '" + baseline + "' --update-baseline", "KILN_INJECT=relu:accuracy");
+  CliResult update = gate("--baseline '" + baseline + "' --update-baseline", "KILN_INJECT=relu:accuracy");
   ASSERT_EQ(update.exit_code, 0) << update.output;
   EXPECT_NE(update.output.find("baseline written to " + baseline + " (2 entries)"), std::string::npos);
-  json b = json::parse(read_file(baseline));
+  json b = json::parse(read_text(baseline));
   EXPECT_EQ(b["entries"]["relu.kir"]["status"], "accuracy");
   EXPECT_EQ(b["entries"]["tanh.kir"]["status"], "pass");
 
-  CommandResult known = gate("--baseline '" + baseline + "'", "KILN_INJECT=relu:accuracy");
+  CliResult known = gate("--baseline '" + baseline + "'", "KILN_INJECT=relu:accuracy");
   EXPECT_EQ(known.exit_code, 0) << known.output;
   EXPECT_NE(known.output.find("KNOWN FAILURE relu.kir  accuracy"), std::string::npos) << known.output;
 
-  CommandResult fixed = gate("--baseline '" + baseline + "'");
+  CliResult fixed = gate("--baseline '" + baseline + "'");
   EXPECT_EQ(fixed.exit_code, 0) << fixed.output;
   EXPECT_NE(fixed.output.find("FIXED         relu.kir"), std::string::npos) << fixed.output;
   EXPECT_NE(fixed.output.find("accept with --update-baseline"), std::string::npos) << fixed.output;
 
-  CommandResult other = gate("--baseline '" + baseline + "'", "KILN_INJECT=relu:compile_error");
+  CliResult other = gate("--baseline '" + baseline + "'", "KILN_INJECT=relu:compile_error");
   EXPECT_EQ(other.exit_code, 1) << other.output;
   EXPECT_NE(other.output.find("compile_error (expected accuracy)"), std::string::npos) << other.output;
 }
 
 // Rewrites the baseline's tanh.kir entry as if it had been measured faster / smaller on `machine`.
 void doctor_baseline(const std::string& file, const gate::Machine& machine, double run_ms, int64_t peak) {
-  json b = json::parse(read_file(file));
+  json b = json::parse(read_text(file));
   b["machine"] = {{"cpu", machine.cpu}, {"threads", machine.threads}};
   json& e = b["entries"]["tanh.kir"];
   e["run_ms"] = std::vector<double>(5, run_ms);
@@ -158,23 +158,23 @@ void doctor_baseline(const std::string& file, const gate::Machine& machine, doub
 TEST_F(Gate, SlowerCallsAndMorePeakMemoryThanTheBaselineAreRegressions) {
   std::string baseline = path("baseline.json");
   ASSERT_EQ(gate("--baseline '" + baseline + "' --update-baseline").exit_code, 0);
-  CommandResult same = gate("--baseline '" + baseline + "'");
+  CliResult same = gate("--baseline '" + baseline + "'");
   EXPECT_EQ(same.exit_code, 0) << same.output;  // its own baseline, moments later: no memory change
 
   doctor_baseline(baseline, gate::this_machine(), 1e-6, 8);  // a baseline a million times faster and smaller
-  CommandResult slow = kiln_cli("gate '" + suite() + "' --repetitions 5 --baseline '" + baseline + "' --json '" +
+  CliResult slow = kiln_cli("gate '" + suite() + "' --repetitions 5 --baseline '" + baseline + "' --json '" +
                                 path("r.json") + "'");
   EXPECT_EQ(slow.exit_code, 1) << slow.output;
   EXPECT_NE(slow.output.find("regressed: call time"), std::string::npos) << slow.output;
   EXPECT_NE(slow.output.find("regressed: cold compile"), std::string::npos) << slow.output;
   EXPECT_NE(slow.output.find("regressed: peak memory"), std::string::npos) << slow.output;
-  json report = json::parse(read_file(path("r.json")));
+  json report = json::parse(read_text(path("r.json")));
   for (const json& e : report["entries"]) {
     if (e["name"] == "tanh.kir") EXPECT_LT(e["time_test"]["p_value"].get<double>(), 0.05);
   }
 
   doctor_baseline(baseline, {"another CPU", 3}, 1e-6, 1 << 30);  // same figures from another machine
-  CommandResult elsewhere = gate("--baseline '" + baseline + "'");
+  CliResult elsewhere = gate("--baseline '" + baseline + "'");
   EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.output;
   EXPECT_NE(elsewhere.output.find("times not compared: the baseline was measured on another CPU (3 threads)"),
             std::string::npos) << elsewhere.output;
@@ -183,36 +183,36 @@ TEST_F(Gate, SlowerCallsAndMorePeakMemoryThanTheBaselineAreRegressions) {
 TEST_F(Gate, BadSuitesBaselinesAndOptionsAreClearErrors) {
   std::string baseline = path("baseline.json");
   write_file(baseline, "{ not json");
-  CommandResult corrupt = gate("--baseline '" + baseline + "'");
+  CliResult corrupt = gate("--baseline '" + baseline + "'");
   EXPECT_EQ(corrupt.exit_code, 2) << corrupt.output;
   EXPECT_NE(corrupt.output.find("the baseline is not valid JSON"), std::string::npos) << corrupt.output;
 
   write_file(baseline, R"({"benchmarks": []})");
-  CommandResult foreign = gate("--baseline '" + baseline + "'");
+  CliResult foreign = gate("--baseline '" + baseline + "'");
   EXPECT_EQ(foreign.exit_code, 2) << foreign.output;
   EXPECT_NE(foreign.output.find("not a kiln gate baseline"), std::string::npos) << foreign.output;
 
-  CommandResult missing = kiln_cli("gate '" + path("nowhere") + "'");
+  CliResult missing = kiln_cli("gate '" + path("nowhere") + "'");
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_NE(missing.output.find("no such suite"), std::string::npos) << missing.output;
 
   fs::create_directories(dir_ / "empty");
-  CommandResult empty = kiln_cli("gate '" + path("empty") + "'");
+  CliResult empty = kiln_cli("gate '" + path("empty") + "'");
   EXPECT_EQ(empty.exit_code, 2) << empty.output;
   EXPECT_NE(empty.output.find("the suite has no entries"), std::string::npos) << empty.output;
 
   write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "relu.kir", "sead": 3}]})");
-  CommandResult typo = gate("");
+  CliResult typo = gate("");
   EXPECT_EQ(typo.exit_code, 2) << typo.output;
   EXPECT_NE(typo.output.find("unknown key 'sead' in entry relu.kir"), std::string::npos) << typo.output;
 
   write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "../outside.kir"}]})");
   write_file(dir_ / "outside.kir", kReluGraph);
-  CommandResult outside = gate("");
+  CliResult outside = gate("");
   EXPECT_EQ(outside.exit_code, 2) << outside.output;
   EXPECT_NE(outside.output.find("lies outside the suite directory"), std::string::npos) << outside.output;
 
-  CommandResult backend = gate("--backend nosuch");
+  CliResult backend = gate("--backend nosuch");
   EXPECT_EQ(backend.exit_code, 2) << backend.output;
   EXPECT_NE(backend.output.find("unknown backend 'nosuch'"), std::string::npos) << backend.output;
 }
@@ -220,20 +220,20 @@ TEST_F(Gate, BadSuitesBaselinesAndOptionsAreClearErrors) {
 TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries) {
   write_file(dir_ / "suite" / "gate.json",
              R"({"entries": [{"path": "relu.kir", "seed": 7}, {"path": "tanh.kir", "skip": "flaky on ARM"}]})");
-  CommandResult r = gate("", "KILN_INJECT=relu:accuracy");
+  CliResult r = gate("", "KILN_INJECT=relu:accuracy");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("--seed 7 --check"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("SKIPPED       tanh.kir  (flaky on ARM)"), std::string::npos) << r.output;
 
   write_file(dir_ / "listed.json", R"({"entries": [{"path": "suite/tanh.kir"}]})");
-  CommandResult listed = kiln_cli("gate '" + path("listed.json") + "' --repetitions 1");
+  CliResult listed = kiln_cli("gate '" + path("listed.json") + "' --repetitions 1");
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("PASS          suite/tanh.kir"), std::string::npos) << listed.output;
   EXPECT_EQ(listed.output.find("relu.kir"), std::string::npos) << listed.output;
 }
 
 TEST_F(Gate, ParallelEntriesGiveTheSameVerdicts) {
-  CommandResult r = gate("-j 2", "KILN_INJECT=relu:crash");
+  CliResult r = gate("-j 2", "KILN_INJECT=relu:crash");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("REGRESSION    relu.kir  crash"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("PASS          tanh.kir"), std::string::npos) << r.output;

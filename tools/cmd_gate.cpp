@@ -88,7 +88,8 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   gate->add_option("--tol", args.config.tolerance, "comparator tolerance for graph entries (default 1e-4)")
       ->check(number_in(0, 1, true, "a comparator tolerance"));
   gate->add_option("--time-tolerance", args.thresholds.time_tolerance,
-                   "a call this much slower (0.3 = 30%) with the rank test's p < 0.05 is a regression (default 0.3)")
+                   "a median call or cold compile this much slower (1 = twice as slow) with the rank test's p < 0.05 is a "
+                   "regression (default 1; tighten it on a dedicated machine)")
       ->check(number_in(0, 100, false, "a relative slowdown"));
   runners["gate"] = [] { return run_gate(args); };
 }

@@ -21,13 +21,13 @@ TEST_F(Bench, TheSameBinaryIsNotFlaggedAndDisabledFusionIs) {
                      "'").exit_code, 0);
   int false_alarms = 0;
   for (int i = 0; i < 5; ++i) {
-    CommandResult same = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
+    CliResult same = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
                                    "--metric cpu --baseline '" + path("base.json") + "'");
     false_alarms += same.exit_code != 0;
   }
   EXPECT_EQ(false_alarms, 0);
 
-  CommandResult unfused = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
+  CliResult unfused = bench_cli("bench '" + path("chain.kir") + "' --repetitions 10 --caches warm --tolerance 1 "
                                     "--metric cpu --baseline '" + path("base.json") + "'",
                                     "KILN_BISECT_DISABLE=inductor:fusion");
   EXPECT_EQ(unfused.exit_code, 1) << unfused.output;
