@@ -33,30 +33,15 @@
 #include "ops/api.h"
 #include "repro/isolate.h"
 #include "repro/reproduce.h"
+#include "cli_run.h"
 
 extern char** environ;
 
 using namespace kiln;
 namespace fs = std::filesystem;
+using namespace kiln::cli_test;
 
 namespace {
-
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `kiln <args>` through the shell with `env` prepended, capturing its output and exit code.
-CommandResult run_kiln(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + (env.empty() ? "" : " ") + "'" KILN_CLI "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 class TempDir {
  public:
@@ -186,7 +171,7 @@ TEST(OptionValidation, TheCliRejectsEveryInvalidSettingAtStartupWithExit2) {
   for (const OptionSpec& spec : option_table()) {
     for (const std::string& bad : invalid_values(spec)) {
       if (bad.find_first_of(" '") != std::string::npos) continue;  // keep the shell command simple
-      CommandResult r = run_kiln("verify " + g, fmt::format("{}='{}'", spec.env, bad));
+      CliResult r = kiln_cli("verify " + g, fmt::format("{}='{}'", spec.env, bad));
       EXPECT_EQ(r.exit_code, 2) << spec.env << "=" << bad << ": " << r.output;
       EXPECT_NE(r.output.find(fmt::format("kiln: error: {}={}: ", spec.env, bad)), std::string::npos) << r.output;
       EXPECT_EQ(r.output.find("ok: "), std::string::npos) << "the command ran: " << r.output;
@@ -201,13 +186,13 @@ TEST(OptionValidation, TheIssueExamplesFailWhicheverBackendRuns) {
                                  "KILN_REPRO_LEVEL=99", "KILN_CACHE_SIZE_LIMIT=8589934592G",
                                  "KILN_INJECT=nosuchop:crash"}) {
     for (std::string backend : {"eager", "inductor"}) {
-      CommandResult r = run_kiln("run " + g + " --backend " + backend, env);
+      CliResult r = kiln_cli("run " + g + " --backend " + backend, env);
       EXPECT_EQ(r.exit_code, 2) << env << " " << backend << ": " << r.output;
       EXPECT_NE(r.output.find("kiln: error: " + env + ": "), std::string::npos) << r.output;
     }
   }
   // Every bad one is reported, not just the first.
-  CommandResult both = run_kiln("run " + g, "KILN_SEED=-1 KILN_REPRO_LEVEL=0");
+  CliResult both = kiln_cli("run " + g, "KILN_SEED=-1 KILN_REPRO_LEVEL=0");
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.output.find("kiln: error: KILN_SEED=-1"), std::string::npos) << both.output;
   EXPECT_NE(both.output.find("kiln: error: KILN_REPRO_LEVEL=0"), std::string::npos) << both.output;
@@ -219,7 +204,7 @@ namespace {
 
 // The subcommands `kiln <path> --help` lists (CLI11's "Subcommands:" section), as paths ("repro run").
 std::vector<std::string> subcommands(const std::string& path) {
-  std::string help = run_kiln(path + " --help").output;
+  std::string help = kiln_cli(path + " --help").output;
   std::vector<std::string> out;
   size_t at = help.find("Subcommands:");
   if (at == std::string::npos) return out;
@@ -236,7 +221,7 @@ std::vector<std::string> subcommands(const std::string& path) {
 
 // The numeric flags of a subcommand: options whose help shows a number type (INT, UINT, FLOAT, ...).
 std::vector<std::string> numeric_flags(const std::string& path) {
-  std::string help = run_kiln(path + " --help").output;
+  std::string help = kiln_cli(path + " --help").output;
   std::vector<std::string> out;
   static const std::regex flag(R"(^\s+(?:-[A-Za-z],)?(--[a-z][a-z0-9-]*)\s+(INT|UINT|FLOAT|DOUBLE|NUMBER|INT64)\b)");
   std::istringstream lines(help);
@@ -266,7 +251,7 @@ TEST(FlagValidation, EveryNumericFlagOfEveryCommandRejectsBadNumbersWithExit2) {
     for (const std::string& f : numeric_flags(c)) {
       seen.insert(c + " " + f);
       for (std::string bad : {"-1", "abc", "1e400", "99999999999999999999999", "nan", "inf", "-inf"}) {
-        CommandResult r = run_kiln(fmt::format("{} {} {} -- {}", c, f, bad, g));
+        CliResult r = kiln_cli(fmt::format("{} {} {} -- {}", c, f, bad, g));
         EXPECT_EQ(r.exit_code, 2) << c << " " << f << " " << bad << ": " << r.output;
         EXPECT_NE(r.output.find("kiln: error: " + f + ": "), std::string::npos) << c << " " << f << " " << bad << ": "
                                                                                << r.output;
@@ -286,16 +271,16 @@ TEST(FlagValidation, ZeroTimeoutsAndJobsAreRejectedReadably) {
   for (const std::string& args : {"minify " + g + " --backend eager --timeout 0",
                                   "minify " + g + " --backend eager --timeout -5",
                                   "minify " + g + " --backend eager --tol -1", "repro run " + g + " --timeout 0"}) {
-    CommandResult r = run_kiln(args);
+    CliResult r = kiln_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_EQ(r.output.find("REPRODUCES"), std::string::npos) << args << ": " << r.output;
   }
   EXPECT_FALSE(fs::exists(dir.path() / "g.min.repro"));
-  CommandResult j = run_kiln("minify " + g + " --backend eager -j 0");
+  CliResult j = kiln_cli("minify " + g + " --backend eager -j 0");
   EXPECT_EQ(j.exit_code, 2);
   EXPECT_NE(j.output.find("kiln: error: --jobs: 0 is below the minimum 1; expected the number of candidates run in "
                           "parallel, an integer from 1 to 256"), std::string::npos) << j.output;
-  CommandResult t = run_kiln("repro run " + g + " --timeout 0");
+  CliResult t = kiln_cli("repro run " + g + " --timeout 0");
   EXPECT_NE(t.output.find("kiln: error: --timeout: 0 is too small; expected seconds, a number > 0"), std::string::npos)
       << t.output;
 }
@@ -303,19 +288,19 @@ TEST(FlagValidation, ZeroTimeoutsAndJobsAreRejectedReadably) {
 TEST(FlagValidation, UsageErrorsExit2WithAMessage) {
   TempDir dir;
   const std::string g = dir.file("g.kir", kPassing);
-  CommandResult none = run_kiln("");
+  CliResult none = kiln_cli("");
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("kiln: error: no command given"), std::string::npos) << none.output;
   EXPECT_NE(none.output.find("Subcommands:"), std::string::npos) << "usage printed: " << none.output;
   for (const std::string& args : std::vector<std::string>{
            "run " + g + " --no-such-flag", "run " + g + " --seed 1 --inputs " + dir.path().string(), "run",
            "no-such-command", "repro", "minify " + g + " --emit rust"}) {
-    CommandResult r = run_kiln(args);
+    CliResult r = kiln_cli(args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_EQ(r.output.rfind("kiln: error: ", 0), 0u) << args << ": " << r.output;
   }
-  EXPECT_EQ(run_kiln("--help").exit_code, 0);
-  EXPECT_EQ(run_kiln("minify --help").exit_code, 0);
+  EXPECT_EQ(kiln_cli("--help").exit_code, 0);
+  EXPECT_EQ(kiln_cli("minify --help").exit_code, 0);
 }
 
 // ---------------------------------------------------------------- time limits count the run, not the compile
