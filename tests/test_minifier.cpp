@@ -4,6 +4,7 @@
 // fails; recorded values spill to disk.
 // The backend under test is one constant (kBackend): "inject_test" until the inductor lands, then "inductor".
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
@@ -330,6 +331,26 @@ RC_GTEST_PROP(MinifierProps, TheResultAlwaysFailsTheSameWay, ()) {
   FailureSignature again = classify_run(r.graph, r.inputs, kBackend, 1e-4, 30);
   RC_ASSERT(again.kind == kind);
   RC_ASSERT(r.graph.num_op_nodes() == 1);
+}
+
+// Names, file names and messages in a repro are data: in the emitted program they stay inside string literals
+// and comments, whatever characters they hold (a graph's quoted names are free text).
+TEST(Minifier, EmittedProgramsKeepHostileNamesAsData) {
+  ReproFile r = make_repro(graph::parse_graph(
+      "graph g(%\")KIR\\\"; int evil; //\": f32[2]) {\n  %y = relu(%\")KIR\\\"; int evil; //\") : f32[2]\n  return %y\n}\n",
+      "hostile.kir"));
+  r.input_seed = 0;
+  r.expected = {"runtime_error", "boom"};
+  const std::string path = temp_dir("hostile") + "/bad\nname.repro";
+  std::string cpp = emit_cpp(r, path);
+  EXPECT_EQ(cpp.find(")KIR\";"), std::string::npos) << cpp;  // no raw string a name could close
+  // The graph literal is exactly the graph's text.
+  size_t at = cpp.find("static const char* kGraph = ");
+  ASSERT_NE(at, std::string::npos);
+  size_t begin = at + std::string("static const char* kGraph = ").size(), end = cpp.find(";\n", begin);
+  EXPECT_EQ(nlohmann::json::parse(cpp.substr(begin, end - begin)).get<std::string>(), graph::print_graph(r.graph));
+  for (const std::string& text : {cpp, emit_torch(r, path)})  // the file name's newline stays in its comment
+    EXPECT_EQ(text.find("\nname.repro"), std::string::npos) << text;
 }
 
 TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
