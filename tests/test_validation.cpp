@@ -373,7 +373,9 @@ TEST(TimeLimits, LibraryEntryPointsRejectBadLimits) {
   std::vector<Tensor> in = graph::seeded_inputs(g, 0);
   for (double bad : {0.0, -5.0, double(NAN), double(INFINITY)}) {
     EXPECT_THROW(classify_run(g, in, "eager", 1e-4, bad), Error) << bad;
-    if (bad != 0.0) EXPECT_THROW(classify_run(g, in, "eager", bad, 30), Error) << bad;
+    if (bad != 0.0) {
+      EXPECT_THROW(classify_run(g, in, "eager", bad, 30), Error) << bad;
+    }
   }
   minify::register_inject_test_backend();
   for (int which = 0; which < 4; ++which) {
