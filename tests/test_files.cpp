@@ -5,6 +5,8 @@
 // number fields that are checked.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "cli_run.h"
 #include <rapidcheck/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,29 +33,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs `kiln <args>` with `env` prepended, capturing its output and exit code; `timeout 60` so that a
-// regression into reading a FIFO or a device forever fails instead of hanging.
-CommandResult run_kiln(const std::string& args, const std::string& env = "") {
-  std::string cmd = "env " + env + " timeout 60 '" KILN_CLI "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+// `kiln <args>` with `env` prepended, under `timeout 60` so that a regression into reading a FIFO or a device
+// forever fails instead of hanging.
+cli_test::CliResult run_kiln(const std::string& args, const std::string& env = "") {
+  return cli_test::kiln_cli(args, env + " timeout 60");
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -88,7 +71,7 @@ TEST_F(Files, ReproMayNotSetTheCacheDirectory) {
   // The issue's example: a repro pointing the kernel cache at a directory of its own objects.
   fs::create_directories(dir_ / "dir");
   std::string r = file("r.repro", repro_text("config: KILN_CACHE_DIR=dir\ninputs: seed 0\n"));
-  CommandResult out = run_kiln("repro run " + r);
+  cli_test::CliResult out = run_kiln("repro run " + r);
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_TRUE(has(out.output, r + ":3:1: a repro file may not set KILN_CACHE_DIR")) << out.output;
   EXPECT_TRUE(has(out.output, "KILN_INJECT")) << out.output;  // says which options a repro may set
@@ -98,7 +81,7 @@ TEST_F(Files, ReproMayNotSetTheCacheDirectory) {
 TEST_F(Files, ReproMayNotWriteWhereItSays) {
   for (const char* line : {"KILN_DEBUG_DIR=out", "KILN_CACHE_DIR=/", "KILN_REPRO_AFTER=backend"}) {
     std::string r = file("r.repro", repro_text(std::string("config: ") + line + "\ninputs: seed 0\n"));
-    CommandResult out = run_kiln("repro run " + r);
+    cli_test::CliResult out = run_kiln("repro run " + r);
     EXPECT_EQ(out.exit_code, 2) << line << "\n" << out.output;
     EXPECT_TRUE(has(out.output, "a repro file may not set")) << out.output;
     out = run_kiln("minify " + r + " -q");  // the minifier reads repros through the same check
@@ -158,23 +141,23 @@ std::vector<std::pair<fs::path, fs::path>> cache_entries(const fs::path& cache) 
 TEST_F(Files, DamagedCacheEntriesAreDiscardedAndRebuilt) {
   std::string g = file("g.kir", kRelu);
   const std::string env = "KILN_LOGS=cache KILN_CACHE_DIR=" + (dir_ / "cache").string();
-  CommandResult first = run_kiln("run --backend inductor --seed 1 " + g, env);
+  cli_test::CliResult first = run_kiln("run --backend inductor --seed 1 " + g, env);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   auto entries = cache_entries(dir_ / "cache");
   ASSERT_EQ(entries.size(), 1u) << first.output;
   const auto [object, meta] = entries[0];
-  const std::string good = slurp(object);
-  EXPECT_TRUE(has(slurp(meta), "object-sha256 " + sha256_hex(good)));
+  const std::string good = cli_test::read_text(object);
+  EXPECT_TRUE(has(cli_test::read_text(meta), "object-sha256 " + sha256_hex(good)));
   const std::string values = first.output.substr(first.output.find("output 0"));
   auto damage_and_rerun = [&](const std::string& bytes, const std::string& reason) {
     std::ofstream(object, std::ios::binary | std::ios::trunc) << bytes;
-    CommandResult again = run_kiln("run --backend inductor --seed 1 " + g, env);
+    cli_test::CliResult again = run_kiln("run --backend inductor --seed 1 " + g, env);
     EXPECT_EQ(again.exit_code, 0) << again.output;
     EXPECT_TRUE(has(again.output, "discarding the cache entry")) << again.output;
     EXPECT_TRUE(has(again.output, reason)) << again.output;
     EXPECT_TRUE(has(again.output, values)) << again.output;  // the same numbers as the first run
-    EXPECT_EQ(slurp(object), good);  // rebuilt
-    CommandResult third = run_kiln("run --backend inductor --seed 1 " + g, env);
+    EXPECT_EQ(cli_test::read_text(object), good);  // rebuilt
+    cli_test::CliResult third = run_kiln("run --backend inductor --seed 1 " + g, env);
     EXPECT_TRUE(has(third.output, "disk hit")) << third.output;  // and used again
   };
   damage_and_rerun(good.substr(0, good.size() / 2), "truncated");  // a killed writer, an old kiln
@@ -183,10 +166,10 @@ TEST_F(Files, DamagedCacheEntriesAreDiscardedAndRebuilt) {
   flipped[flipped.size() / 2] ^= 0x5a;
   damage_and_rerun(flipped, "corrupted");                           // bit rot
   // A .meta recording other key material: a hash collision or a stray file is never linked.
-  std::string m = slurp(meta);
+  std::string m = cli_test::read_text(meta);
   m.back() ^= 1;
   std::ofstream(meta, std::ios::binary | std::ios::trunc) << m;
-  CommandResult collided = run_kiln("run --backend inductor --seed 1 " + g, env);
+  cli_test::CliResult collided = run_kiln("run --backend inductor --seed 1 " + g, env);
   EXPECT_TRUE(has(collided.output, "other key material")) << collided.output;
 }
 
@@ -204,7 +187,7 @@ TEST_F(Files, EvictionDeletesOnlyKilnsOwnEntries) {
   for (const char* f : {"notes.txt", "mine.o", "0000000000000000000000000000000000000000000000000000000000000000.o",
                         "0000000000000000000000000000000000000000000000000000000000000000.meta"})
     std::ofstream(kernels / f) << std::string(4096, 'x');
-  CommandResult r = run_kiln("run --backend inductor " + file("h.kir", "graph h(%x: f32[8]) {\n  %y = neg(%x) : f32[8]\n"
+  cli_test::CliResult r = run_kiln("run --backend inductor " + file("h.kir", "graph h(%x: f32[8]) {\n  %y = neg(%x) : f32[8]\n"
                                                                    "  return %y\n}\n"), env + " KILN_CACHE_SIZE_LIMIT=1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "evict")) << r.output;
@@ -224,7 +207,7 @@ TEST_F(Files, DumpKeepsEveryInputInsideItsDirectory) {
                                 "  %b = mul(%a, %output_0) : f32[3]\n  return %b\n}\n");
   fs::create_directories(dir_ / "deep" / "er");
   const fs::path dump = dir_ / "deep" / "er" / "dump";
-  CommandResult first = run_kiln("run --seed 2 " + g + " --dump " + dump.string());
+  cli_test::CliResult first = run_kiln("run --seed 2 " + g + " --dump " + dump.string());
   ASSERT_EQ(first.exit_code, 0) << first.output;
   std::set<std::string> files;
   for (const auto& e : fs::directory_iterator(dump)) files.insert(e.path().filename().string());
@@ -235,14 +218,14 @@ TEST_F(Files, DumpKeepsEveryInputInsideItsDirectory) {
   std::ofstream(dir_ / "precious") << "keep";
   fs::remove(dump / "%6Futput_0.npy");
   fs::create_symlink(dir_ / "precious", dump / "%6Futput_0.npy");
-  CommandResult planted = run_kiln("run --seed 2 " + g + " --dump " + dump.string());
+  cli_test::CliResult planted = run_kiln("run --seed 2 " + g + " --dump " + dump.string());
   EXPECT_EQ(planted.exit_code, 2) << planted.output;
   EXPECT_TRUE(has(planted.output, "leads outside")) << planted.output;
-  EXPECT_EQ(slurp(dir_ / "precious"), "keep");
+  EXPECT_EQ(cli_test::read_text(dir_ / "precious"), "keep");
   fs::remove(dump / "%6Futput_0.npy");
   ASSERT_EQ(run_kiln("run --seed 2 " + g + " --dump " + dump.string()).exit_code, 0);
   // Re-running from the dump computes on the inputs, not on the output.
-  CommandResult again = run_kiln("run " + g + " --inputs " + dump.string());
+  cli_test::CliResult again = run_kiln("run " + g + " --inputs " + dump.string());
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(again.output.substr(again.output.find("output 0")), first.output.substr(first.output.find("output 0")));
 }
@@ -277,7 +260,7 @@ TEST_F(Files, ConstantFilesStayBesideTheGraph) {
   for (const std::string& ref : {std::string("../outside.npy"), (dir_ / "outside.npy").string(), std::string("link.npy")}) {
     std::ofstream(dir_ / "g" / "c.kir") << "graph c() {\n  %c = constant f32[2] npy(\"" << ref << "\") sha256=\""
                                         << hash << "\"\n  return %c\n}\n";
-    CommandResult r = run_kiln("verify " + (dir_ / "g" / "c.kir").string());
+    cli_test::CliResult r = run_kiln("verify " + (dir_ / "g" / "c.kir").string());
     EXPECT_EQ(r.exit_code, 2) << ref << "\n" << r.output;
     EXPECT_TRUE(has(r.output, (dir_ / "g" / "c.kir").string() + ":2:")) << r.output;
     EXPECT_TRUE(has(r.output, "must be relative to the file's directory") || has(r.output, "leaves the file's directory") ||
@@ -290,7 +273,7 @@ TEST_F(Files, ReproPathsStayBesideTheRepro) {
                                   std::string("inputs: npy \"in\"\ninput-hash: \"/etc/passwd\" sha256:00\n"),
                                   std::string("inputs: npy \"in\"\ninput-hash: \"../../etc/passwd\" sha256:00\n")}) {
     std::string r = file("r.repro", repro_text(line));
-    CommandResult out = run_kiln("repro run " + r);
+    cli_test::CliResult out = run_kiln("repro run " + r);
     EXPECT_EQ(out.exit_code, 2) << line << out.output;
     EXPECT_TRUE(has(out.output, r + ":3:1:") || has(out.output, r + ":4:1:")) << out.output;
     EXPECT_FALSE(has(out.output, "root:")) << out.output;  // nothing of /etc/passwd is printed
@@ -302,7 +285,7 @@ TEST_F(Files, ReproPathsStayBesideTheRepro) {
   fs::create_directories(dir_ / "sub");
   fs::create_symlink(dir_ / "in", dir_ / "sub" / "in");
   std::ofstream(dir_ / "sub" / "r.repro") << repro_text("inputs: npy \"in\"\n");
-  CommandResult out = run_kiln("repro run " + (dir_ / "sub" / "r.repro").string());
+  cli_test::CliResult out = run_kiln("repro run " + (dir_ / "sub" / "r.repro").string());
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_TRUE(has(out.output, "through a symlink")) << out.output;
 }
@@ -322,7 +305,7 @@ TEST_F(Files, OutputsNeverReplaceWhatIsNotARegularFile) {
   ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   fs::create_directories(dir_ / "a_dir");
   for (const char* target : {"fifo", "a_dir"}) {
-    CommandResult r = run_kiln("minify " + g + " --backend inductor -q -o " + (dir_ / target).string(),
+    cli_test::CliResult r = run_kiln("minify " + g + " --backend inductor -q -o " + (dir_ / target).string(),
                            "KILN_INJECT=relu:compile_error");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_TRUE(has(r.output, "kiln replaces only regular files")) << r.output;
@@ -344,27 +327,27 @@ TEST_F(Files, FmtInPlaceKeepsModeSymlinkAndComments) {
   std::string real = file("real.kir", messy);
   ::chmod(real.c_str(), 0600);
   fs::create_symlink(real, dir_ / "link.kir");
-  CommandResult r = run_kiln("fmt -i " + (dir_ / "link.kir").string());
+  cli_test::CliResult r = run_kiln("fmt -i " + (dir_ / "link.kir").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(fs::is_symlink(dir_ / "link.kir"));
   EXPECT_EQ(fs::status(real).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   const std::string formatted = "# a model\ngraph g(%x: f32[4]) {  # inputs\n  # the only op\n"
                                 "  %y = relu(%x) : f32[4]  # no type\n  return %y\n}\n# end\n";
-  EXPECT_EQ(slurp(real), formatted);
+  EXPECT_EQ(cli_test::read_text(real), formatted);
   EXPECT_EQ(run_kiln("fmt " + real).output, formatted);  // idempotent, and what -i writes
   ASSERT_EQ(run_kiln("fmt -i " + real).exit_code, 0);
-  EXPECT_EQ(slurp(real), formatted);
+  EXPECT_EQ(cli_test::read_text(real), formatted);
 }
 
 TEST_F(Files, TwoRunsDoNotWriteOneOutput) {
   const std::string out = (dir_ / "m.repro").string();
   OutputLock held(out);  // another kiln is writing it
-  CommandResult r = run_kiln("minify " + file("g.kir", kRelu) + " --backend inductor -q -o " + out,
+  cli_test::CliResult r = run_kiln("minify " + file("g.kir", kRelu) + " --backend inductor -q -o " + out,
                          "KILN_INJECT=relu:compile_error");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "another kiln process is writing it")) << r.output;
   EXPECT_FALSE(fs::exists(out));
-  CommandResult dump = run_kiln("run " + (dir_ / "g.kir").string() + " --dump " + out);
+  cli_test::CliResult dump = run_kiln("run " + (dir_ / "g.kir").string() + " --dump " + out);
   EXPECT_EQ(dump.exit_code, 2) << dump.output;
 }
 
@@ -372,12 +355,12 @@ TEST_F(Files, MinifierRemovesOnlyItsOwnInputFiles) {
   const std::string out = (dir_ / "m.repro").string();
   fs::create_directories(out + ".inputs" + "/keep");
   std::ofstream(out + ".inputs/notes.txt") << "mine";
-  CommandResult r = run_kiln("minify " + file("g.kir", "graph g(%x: f32[4], %w: f32[4]) {\n  %a = mul(%x, %w) : f32[4]\n"
+  cli_test::CliResult r = run_kiln("minify " + file("g.kir", "graph g(%x: f32[4], %w: f32[4]) {\n  %a = mul(%x, %w) : f32[4]\n"
                                                       "  %y = relu(%a) : f32[4]\n  return %y\n}\n") +
                                  " --backend inductor -q -o " + out,
                              "KILN_INJECT=relu:compile_error");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(slurp(out + ".inputs/notes.txt"), "mine");
+  EXPECT_EQ(cli_test::read_text(out + ".inputs/notes.txt"), "mine");
   EXPECT_TRUE(fs::is_directory(out + ".inputs/keep"));
   EXPECT_TRUE(fs::exists(out + ".inputs/a.npy")) << r.output;  // the minified graph's input
   EXPECT_FALSE(fs::exists(out + ".inputs/x.npy"));             // an earlier checkpoint's, no longer read
@@ -390,7 +373,7 @@ TEST_F(Files, FailedWritesLeaveNothingBehind) {
                  throw Error("disk full");
                }),
                Error);
-  EXPECT_EQ(slurp(target), "old");
+  EXPECT_EQ(cli_test::read_text(target), "old");
   int entries = 0;
   for (const auto& e : fs::directory_iterator(dir_)) ++entries, (void)e;
   EXPECT_EQ(entries, 1);  // no temporary file
@@ -409,14 +392,14 @@ TEST_F(Files, ReadersRefuseDevicesDirectoriesAndHugeFiles) {
       {(dir_ / "fifo").string(), "is a FIFO"}, {big, "more than the 256 MiB"}};
   for (const auto& [path, message] : cases)
     for (std::string cmd : {"verify ", "fmt ", "run ", "repro run ", "minify -q --backend eager "}) {
-      CommandResult r = run_kiln(cmd + path);
+      cli_test::CliResult r = run_kiln(cmd + path);
       EXPECT_EQ(r.exit_code, 2) << cmd << path << "\n" << r.output;
       EXPECT_TRUE(has(r.output, message)) << cmd << path << "\n" << r.output;
     }
   // An input directory with a FIFO where an input should be, and one with a symlink to a device.
   fs::create_directories(dir_ / "in");
   ASSERT_EQ(::mkfifo((dir_ / "in" / "x.npy").c_str(), 0600), 0);
-  CommandResult r = run_kiln("run " + file("g.kir", kRelu) + " --inputs " + (dir_ / "in").string());
+  cli_test::CliResult r = run_kiln("run " + file("g.kir", kRelu) + " --inputs " + (dir_ / "in").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "is a FIFO, not a .npy file")) << r.output;
   fs::remove(dir_ / "in" / "x.npy");
@@ -433,7 +416,7 @@ TEST_F(Files, NpyHeadersCannotClaimMoreThanTheFileHolds) {
   std::string npy = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + char(0) + header;
   fs::create_directories(dir_ / "in");
   std::ofstream(dir_ / "in" / "x.npy", std::ios::binary) << npy;
-  CommandResult r = run_kiln("run " + file("g.kir", "graph g(%x: f32[1099511627776]) {\n  return %x\n}\n") + " --inputs " +
+  cli_test::CliResult r = run_kiln("run " + file("g.kir", "graph g(%x: f32[1099511627776]) {\n  return %x\n}\n") + " --inputs " +
                          (dir_ / "in").string());
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "truncated data")) << r.output;
@@ -460,12 +443,12 @@ TEST_F(Files, MalformedNumbersInReprosAreLocatedErrors) {
   };
   for (const auto& [line, message] : cases) {
     std::string r = file("r.repro", repro_text(line));
-    CommandResult out = run_kiln("repro run " + r);
+    cli_test::CliResult out = run_kiln("repro run " + r);
     EXPECT_EQ(out.exit_code, 2) << line << out.output;
     EXPECT_TRUE(has(out.output, r + message)) << out.output;
   }
   std::string r = file("v.repro", "kiln-repro: 1abc\nbackend: eager\ninputs: seed 0\n\n" + std::string(kRelu));
-  CommandResult out = run_kiln("repro run " + r);
+  cli_test::CliResult out = run_kiln("repro run " + r);
   EXPECT_EQ(out.exit_code, 2) << out.output;
   EXPECT_TRUE(has(out.output, r + ":1:1: invalid repro format version '1abc'")) << out.output;
 }
@@ -475,11 +458,11 @@ TEST_F(Files, MalformedMinifierStateIsAnError) {
   const std::string out = (dir_ / "m.repro").string();
   const std::string env = "KILN_INJECT=relu:compile_error";
   ASSERT_EQ(run_kiln("minify " + g + " --backend inductor -q -o " + out, env).exit_code, 0);
-  std::string state = slurp(out + ".state.json");
+  std::string state = cli_test::read_text(out + ".state.json");
   for (const std::string& bad : {std::string("[1, 2]"), std::string("\"text\""),
                                  std::string("{\"source_hash\": 5}")}) {
     std::ofstream(out + ".state.json", std::ios::trunc) << bad;
-    CommandResult r = run_kiln("minify " + g + " --backend inductor -q --resume -o " + out, env);
+    cli_test::CliResult r = run_kiln("minify " + g + " --backend inductor -q --resume -o " + out, env);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
     EXPECT_TRUE(has(r.output, "cannot resume")) << r.output;
   }
@@ -502,7 +485,7 @@ TEST(ReproFuzzSeeds, RejectedOrRoundTrip) {
   for (const auto& e : fs::directory_iterator(fs::path(KILN_SOURCE_DIR) / "fuzz" / "corpus" / "repro")) {
     ReproFile r;
     try {
-      r = parse_repro(slurp(e.path()), "/nonexistent/fuzz.repro");
+      r = parse_repro(cli_test::read_text(e.path()), "/nonexistent/fuzz.repro");
     } catch (const Error&) {
       ++rejected;
       continue;
@@ -520,20 +503,20 @@ TEST(ReproFuzzSeeds, RejectedOrRoundTrip) {
 TEST_F(Files, ReproInputHashesOldAndNew) {
   fs::create_directories(dir_ / "in");
   write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, -4}, {4}));
-  const std::string bytes = slurp(dir_ / "in" / "x.npy");
+  const std::string bytes = cli_test::read_text(dir_ / "in" / "x.npy");
   uint64_t fnv = 0xcbf29ce484222325ull;
   for (unsigned char c : bytes) fnv = (fnv ^ c) * 0x100000001b3ull;
   EXPECT_EQ(content_hash_of_file((dir_ / "in" / "x.npy").string()), "sha256:" + sha256_hex(bytes));
   for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
     std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
-    CommandResult ok = run_kiln("repro run " + r);
+    cli_test::CliResult ok = run_kiln("repro run " + r);
     EXPECT_NE(ok.exit_code, 2) << hash << "\n" << ok.output;  // the hash is accepted and the repro runs
     EXPECT_TRUE(has(ok.output, "recorded failure: none on backend eager")) << ok.output;
   }
   write_npy((dir_ / "in" / "x.npy").string(), Tensor::from_vector<float>({1, -2, 3, 5}, {4}));
   for (const std::string& hash : {"sha256:" + sha256_hex(bytes), fmt::format("fnv1a64:{:016x}", fnv)}) {
     std::string r = file("r.repro", repro_text("inputs: npy \"in\"\ninput-hash: \"x.npy\" " + hash + "\n"));
-    CommandResult changed = run_kiln("repro run " + r);
+    cli_test::CliResult changed = run_kiln("repro run " + r);
     EXPECT_EQ(changed.exit_code, 2) << changed.output;
     EXPECT_TRUE(has(changed.output, "the inputs changed since the repro was written")) << changed.output;
   }

@@ -27,27 +27,15 @@
 #include "op_samples.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
+#include "cli_run.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CommandResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
-
-CommandResult kiln_cli(const std::string& args) {
-  std::string cmd = "'" KILN_CLI "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using cli_test::CliResult;
+using cli_test::kiln_cli;
 
 // A value in [lo, hi) drawn at RapidCheck's full size, so every case is equally random (op_samples.cpp does
 // the same); shrinking still moves towards lo.
@@ -83,12 +71,12 @@ TEST(InductorSafety, GraphsGiveEagersAnswerOrEagersError) {
     std::getline(in, first);
     const std::string g = entry.path().string();
     SCOPED_TRACE(g);
-    CommandResult eager = kiln_cli("run '" + g + "' --backend eager --seed 0");
-    CommandResult compiled = kiln_cli("run '" + g + "' --backend inductor --seed 0");  // no fp64 reference run first
+    CliResult eager = kiln_cli("run '" + g + "' --backend eager --seed 0");
+    CliResult compiled = kiln_cli("run '" + g + "' --backend inductor --seed 0");  // no fp64 reference run first
     if (first == "# expect: ok") {
       EXPECT_EQ(eager.exit_code, 0) << eager.output;
       EXPECT_EQ(compiled.exit_code, 0) << compiled.output;
-      CommandResult checked = kiln_cli("run '" + g + "' --backend inductor --seed 0 --check");
+      CliResult checked = kiln_cli("run '" + g + "' --backend inductor --seed 0 --check");
       EXPECT_EQ(checked.exit_code, 0) << checked.output;
       continue;
     }
