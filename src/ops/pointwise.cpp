@@ -610,13 +610,14 @@ std::vector<Tensor> add_sub(const OpCall& c, bool subtract) {
   KILN_CHECK(!(subtract && dt == DType::Bool), "sub: subtraction of bool tensors is not supported; use logical_xor");
   const double ad = subtract ? -alpha.to_double() : alpha.to_double();
   const int64_t ai = subtract ? -alpha.to_int() : alpha.to_int();
-  if (ad == 1.0) return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return x + y; })};
-  if (ad == -1.0 && dt != DType::Bool) return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return x - y; })};
+  if (ad == 1.0) return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return wrapping_add(x, y); })};
+  if (ad == -1.0 && dt != DType::Bool)
+    return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return wrapping_sub(x, y); })};
   return {binary_op(a, b, dt, dt, c.name(), [ad, ai](auto x, auto y) {
     using T = decltype(x);
     // One rounding (an FMA), as PyTorch's kernels: add(inf, -max, alpha=2) = inf, not inf + -inf = NaN.
     if constexpr (std::is_floating_point_v<T>) return std::fma(T(ad), y, x);
-    else return T(x + T(ai) * y);
+    else return wrapping_add(x, wrapping_mul(T(ai), y));
   })};
 }
 std::vector<Tensor> add_kernel(const OpCall& c) { return add_sub(c, false); }
@@ -640,7 +641,7 @@ std::vector<Tensor> mul_kernel(const OpCall& c) {
   return {binary_op(a, b, dt, dt, "mul", [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, bool>) return bool(x && y);
-    else return T(x * y);
+    else return wrapping_mul(x, y);
   })};
 }
 std::vector<Tensor> mul_vjp(const VjpCall& v) {

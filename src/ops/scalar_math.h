@@ -18,6 +18,24 @@ T wrapping_neg(T v) {
   else return T(-v);
 }
 
+// x + y, x - y and x * y with two's-complement wrap-around for signed integers: PyTorch's integer kernels
+// wrap (INT64_MAX + 1 == INT64_MIN), where C++'s signed overflow is undefined behaviour.
+template <class T>
+T wrapping_add(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return T(uint64_t(int64_t(x)) + uint64_t(int64_t(y)));
+  else return T(x + y);
+}
+template <class T>
+T wrapping_sub(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return T(uint64_t(int64_t(x)) - uint64_t(int64_t(y)));
+  else return T(x - y);
+}
+template <class T>
+T wrapping_mul(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return T(uint64_t(int64_t(x)) * uint64_t(int64_t(y)));
+  else return T(x * y);
+}
+
 // Integer quotient rounded toward zero / toward -inf; x / -1 wraps like negation (no trap on INT_MIN).
 template <class T>
 T int_div_trunc(T x, T y) {
