@@ -18,6 +18,7 @@
 #include <ostream>
 #include <set>
 
+#include "eager/autograd.h"
 #include "ops/api.h"
 
 namespace kiln {
@@ -1356,6 +1357,62 @@ void check_property(const std::string& id, const std::function<void()>& property
     rc::detail::printResultMessage(result, report);
     ADD_FAILURE() << id << ":\n" << report.str();
   }
+}
+
+namespace {
+
+Tensor cast_floating(const Tensor& t, DType dt) {
+  if (!t.defined() || !is_floating(t.dtype()) || t.is_wrapped_number()) return t;
+  NoGradGuard no_grad;
+  return to(t, dt).detach();
+}
+
+}  // namespace
+
+std::pair<graph::Graph, std::vector<Tensor>> one_node_graph(
+    const OpInfo& op, const OpSample& sample, DType dt,
+    const std::function<std::optional<Scalar>(const Tensor&)>& number_in_slot) {
+  std::vector<IValue> positional = sample.args;
+  std::map<std::string, IValue> kwargs = sample.kwargs;
+  auto convert = [&](IValue& v) {
+    if (v.is_tensor()) v = cast_floating(v.tensor(), dt);
+    if (v.is_tensor_list()) {
+      TensorList l = v.tensor_list();
+      for (Tensor& t : l) t = cast_floating(t, dt);
+      v = l;
+    }
+  };
+  for (IValue& v : positional) convert(v);
+  for (auto& [k, v] : kwargs) convert(v);
+  OpCall call = bind_args(op, positional, kwargs);
+  graph::Graph g;
+  std::vector<Tensor> inputs;
+  std::vector<graph::Arg> args;
+  auto input = [&](const Tensor& t) {
+    if (t.is_wrapped_number()) return g.add_constant(g.fresh_name("c"), t);
+    inputs.push_back(t);
+    return g.add_input(g.fresh_name("x"), t.meta());
+  };
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const IValue& v = call.args[i];
+    std::optional<Scalar> number;
+    if (v.is_tensor() && v.tensor().defined() && number_in_slot && op.schema.args[i].type == ArgType::Tensor)
+      number = number_in_slot(v.tensor());
+    if (v.is_none()) args.emplace_back(std::monostate{});
+    else if (number) args.emplace_back(*number);
+    else if (v.is_tensor()) args.emplace_back(graph::TensorArg{v.tensor().defined() ? input(v.tensor()) : graph::kNoValue});
+    else if (v.is_tensor_list()) {
+      graph::TensorListArg l;
+      for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? input(t) : graph::kNoValue);
+      args.emplace_back(l);
+    } else if (v.is_scalar()) args.emplace_back(v.scalar());
+    else if (v.is_int_list()) args.emplace_back(v.int_list());
+    else if (v.is_dtype()) args.emplace_back(v.dtype());
+    else args.emplace_back(v.string());
+  }
+  std::vector<graph::ValueId> outs = g.add_op(op.id, args);
+  g.set_outputs(outs);
+  return {std::move(g), std::move(inputs)};
 }
 
 }  // namespace kiln

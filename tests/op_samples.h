@@ -7,10 +7,13 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "graph/graph.h"
 #include "ops/ivalue.h"
+#include "ops/op_info.h"
 
 namespace kiln {
 
@@ -41,6 +44,14 @@ std::map<std::string, rc::Gen<OpSample>> differentiable_op_samples();
 // Samples for the rows flagged N (comparisons, logical and bitwise ops, arg-reductions, creation, random,
 // backward helpers), for the shape-inference property.
 std::map<std::string, rc::Gen<OpSample>> non_differentiable_op_samples();
+
+// A one-node graph calling `op` as `sample` does, floating tensors cast to `dt`: tensor arguments become graph
+// inputs with the sample's strides (wrapped numbers constants), and those inputs. `number_in_slot`, when given,
+// is asked for each tensor in a plain Tensor slot and may put a number there instead (`lerp(%x, %y, 0.3)`).
+// Throws kiln::Error when shape inference refuses the call.
+std::pair<graph::Graph, std::vector<Tensor>> one_node_graph(
+    const OpInfo& op, const OpSample& sample, DType dt,
+    const std::function<std::optional<Scalar>(const Tensor&)>& number_in_slot = {});
 
 // Runs `property` with RapidCheck (`max_success` cases unless RC_PARAMS sets max_success); fails the current
 // GoogleTest with RapidCheck's report (the minimal failing sample and how to reproduce it).

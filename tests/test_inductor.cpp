@@ -535,53 +535,6 @@ std::vector<OpRow> op_rows() {
   return rows;
 }
 
-Tensor cast_floating(const Tensor& t, DType dt) {
-  if (!t.defined() || !is_floating(t.dtype()) || t.is_wrapped_number()) return t;
-  NoGradGuard no_grad;
-  return to(t, dt).detach();
-}
-
-// A one-node graph calling `op` like the sample does (tensor arguments become graph inputs with the sample's
-// strides), and those inputs.
-std::pair<graph::Graph, std::vector<Tensor>> one_node_graph(const OpInfo& op, const OpSample& sample, DType dt) {
-  std::vector<IValue> positional = sample.args;
-  std::map<std::string, IValue> kwargs = sample.kwargs;
-  auto convert = [&](IValue& v) {
-    if (v.is_tensor()) v = cast_floating(v.tensor(), dt);
-    if (v.is_tensor_list()) {
-      TensorList l = v.tensor_list();
-      for (Tensor& t : l) t = cast_floating(t, dt);
-      v = l;
-    }
-  };
-  for (IValue& v : positional) convert(v);
-  for (auto& [k, v] : kwargs) convert(v);
-  OpCall call = bind_args(op, positional, kwargs);
-  graph::Graph g;
-  std::vector<Tensor> inputs;
-  std::vector<graph::Arg> args;
-  auto input = [&](const Tensor& t) {
-    if (t.is_wrapped_number()) return g.add_constant(g.fresh_name("c"), t);
-    inputs.push_back(t);
-    return g.add_input(g.fresh_name("x"), t.meta());
-  };
-  for (const IValue& v : call.args) {
-    if (v.is_none()) args.emplace_back(std::monostate{});
-    else if (v.is_tensor()) args.emplace_back(graph::TensorArg{v.tensor().defined() ? input(v.tensor()) : graph::kNoValue});
-    else if (v.is_tensor_list()) {
-      graph::TensorListArg l;
-      for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? input(t) : graph::kNoValue);
-      args.emplace_back(l);
-    } else if (v.is_scalar()) args.emplace_back(v.scalar());
-    else if (v.is_int_list()) args.emplace_back(v.int_list());
-    else if (v.is_dtype()) args.emplace_back(v.dtype());
-    else args.emplace_back(v.string());
-  }
-  std::vector<graph::ValueId> outs = g.add_op(op.id, args);
-  g.set_outputs(outs);
-  return {std::move(g), std::move(inputs)};
-}
-
 class InductorOp : public ::testing::TestWithParam<OpRow> {};
 
 TEST_P(InductorOp, CompiledEqualsInterpreter) {

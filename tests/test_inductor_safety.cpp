@@ -149,12 +149,6 @@ std::vector<OpRow> op_rows() {
   return rows;
 }
 
-Tensor cast_floating(const Tensor& t, DType dt) {
-  if (!t.defined() || !is_floating(t.dtype()) || t.is_wrapped_number()) return t;
-  NoGradGuard no_grad;
-  return to(t, dt).detach();
-}
-
 // A number standing for `t` in a tensor slot (as `lerp(%x, %y, 0.3)` writes it).
 Scalar number_for(const Tensor& t) {
   if (t.dtype() == DType::Bool) return Scalar(*rc::gen::arbitrary<bool>());
@@ -167,48 +161,14 @@ Scalar number_for(const Tensor& t) {
 // (the graph's shape inference refuses it, as `kiln verify` would).
 std::optional<std::pair<graph::Graph, std::vector<Tensor>>> sample_graph(const OpInfo& op, const OpSample& sample,
                                                                          DType dt) {
-  std::vector<IValue> positional = sample.args;
-  std::map<std::string, IValue> kwargs = sample.kwargs;
-  auto convert = [&](IValue& v) {
-    if (v.is_tensor()) v = cast_floating(v.tensor(), dt);
-    if (v.is_tensor_list()) {
-      TensorList l = v.tensor_list();
-      for (Tensor& t : l) t = cast_floating(t, dt);
-      v = l;
-    }
-  };
-  for (IValue& v : positional) convert(v);
-  for (auto& [k, v] : kwargs) convert(v);
-  OpCall call = bind_args(op, positional, kwargs);
-  graph::Graph g;
-  std::vector<Tensor> inputs;
-  std::vector<graph::Arg> args;
-  auto input = [&](const Tensor& t) {
-    if (t.is_wrapped_number()) return g.add_constant(g.fresh_name("c"), t);
-    inputs.push_back(t);
-    return g.add_input(g.fresh_name("x"), t.meta());
-  };
-  for (size_t i = 0; i < call.args.size(); ++i) {
-    const IValue& v = call.args[i];
-    const bool tensor_slot = op.schema.args[i].type == ArgType::Tensor;
-    if (v.is_none()) args.emplace_back(std::monostate{});
-    else if (v.is_tensor() && tensor_slot && draw(0, 3) == 0) args.emplace_back(number_for(v.tensor()));
-    else if (v.is_tensor()) args.emplace_back(graph::TensorArg{input(v.tensor())});
-    else if (v.is_tensor_list()) {
-      graph::TensorListArg l;
-      for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? input(t) : graph::kNoValue);
-      args.emplace_back(l);
-    } else if (v.is_scalar()) args.emplace_back(v.scalar());
-    else if (v.is_int_list()) args.emplace_back(v.int_list());
-    else if (v.is_dtype()) args.emplace_back(v.dtype());
-    else args.emplace_back(v.string());
-  }
   try {
-    g.set_outputs(g.add_op(op.id, args));
+    return one_node_graph(op, sample, dt, [](const Tensor& t) -> std::optional<Scalar> {
+      if (draw(0, 3) == 0) return number_for(t);
+      return std::nullopt;
+    });
   } catch (const Error&) {
     return std::nullopt;
   }
-  return std::make_pair(std::move(g), std::move(inputs));
 }
 
 // What running a graph gave: its outputs, or the error (its class, message and classification).
