@@ -199,12 +199,9 @@ BenchRun bench_run_from_json(const json& j, const std::string& where) {
 }
 
 BenchRun load_bench_json(const std::string& path) {
-  std::ifstream in(path);
-  KILN_CHECK(in.good(), "{}: cannot open the benchmark baseline", path);
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(path, "benchmark baseline");
   try {
-    return bench_run_from_json(json::parse(text.str()), path);
+    return bench_run_from_json(json::parse(text), path);
   } catch (const json::parse_error& e) {
     fail("{}: the baseline is not valid JSON ({}); write one with `kiln bench ... --json FILE`", path, e.what());
   }
@@ -233,24 +230,12 @@ std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun&
   return out;
 }
 
-void append_history(const std::string& path, const BenchRun& run) {
-  std::string text;
-  if (fs::exists(path)) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
-    load_history(path);  // refuse to append to a file that is not a history
-    if (!text.empty() && text.back() != '\n') text += '\n';
-  }
-  json j = google_benchmark_json(run);
-  write_file_atomic(path, text + j.dump() + "\n");
-}
+namespace {
 
-std::vector<BenchRun> load_history(const std::string& path) {
-  std::ifstream in(path);
-  KILN_CHECK(in.good(), "{}: cannot open the history file (write one with `kiln bench ... --history FILE`)", path);
+// The runs of a history's text, one JSON line each (blank lines skipped).
+std::vector<BenchRun> parse_history(const std::string& text, const std::string& path) {
   std::vector<BenchRun> runs;
+  std::istringstream in(text);
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
@@ -264,6 +249,22 @@ std::vector<BenchRun> load_history(const std::string& path) {
     runs.push_back(bench_run_from_json(j, fmt::format("{}:{}", path, line_no)));
   }
   return runs;
+}
+
+}  // namespace
+
+void append_history(const std::string& path, const BenchRun& run) {
+  std::string text;
+  if (fs::exists(path)) {
+    text = read_input_file(path, "benchmark history");
+    parse_history(text, path);  // refuse to append to a file that is not a history
+    if (!text.empty() && text.back() != '\n') text += '\n';
+  }
+  write_file_atomic(path, text + google_benchmark_json(run).dump() + "\n");
+}
+
+std::vector<BenchRun> load_history(const std::string& path) {
+  return parse_history(read_input_file(path, "benchmark history"), path);
 }
 
 namespace {

@@ -94,13 +94,9 @@ const char* verdict_name(Verdict v) {
 }
 
 Baseline load_baseline(const std::string& path) {
-  std::ifstream in(path);
-  KILN_CHECK(in.good(), "{}: cannot open the baseline (write one with --update-baseline)", path);
-  std::stringstream text;
-  text << in.rdbuf();
   json j;
   try {
-    j = json::parse(text.str());
+    j = json::parse(read_input_file(path, "gate baseline"));
   } catch (const json::parse_error& e) {
     fail("{}: the baseline is not valid JSON ({}); restore it or write a new one with --update-baseline", path,
          e.what());

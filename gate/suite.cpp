@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 
 namespace kiln::gate {
 
@@ -21,12 +22,9 @@ namespace {
 constexpr const char* kManifestName = "gate.json";
 
 json read_manifest(const fs::path& file) {
-  std::ifstream in(file);
-  KILN_CHECK(in.good(), "{}: cannot open the suite manifest", file.string());
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_file(file.string(), "suite manifest");
   try {
-    return json::parse(text.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     fail("{}: the suite manifest is not valid JSON ({}); see docs/gate.md", file.string(), e.what());
   }
