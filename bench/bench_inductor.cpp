@@ -24,7 +24,7 @@
 #include "graph/interpreter.h"
 #include "graph/text.h"
 #include "inductor/compile.h"
-#include "runtime/jit.h"
+#include "backends/cpu/jit.h"
 
 namespace kiln {
 namespace {

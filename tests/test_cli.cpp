@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "core/npy.h"
 #include "core/options.h"
-#include "runtime/jit.h"
+#include "backends/cpu/jit.h"
 #include "cli_run.h"
 
 using namespace kiln;

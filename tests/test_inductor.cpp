@@ -34,9 +34,9 @@
 #include "ops/api.h"
 #include "ops/dispatch.h"
 #include "repro/isolate.h"
-#include "runtime/host_caches.h"
-#include "runtime/jit.h"
-#include "runtime/vector_math.h"
+#include "backends/cpu/host_caches.h"
+#include "backends/cpu/jit.h"
+#include "backends/cpu/vector_math.h"
 
 namespace kiln {
 namespace {

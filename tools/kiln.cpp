@@ -8,7 +8,7 @@
 #include "core/options.h"
 #include "kiln_version.h"
 #include "ops/blas.h"
-#include "runtime/jit.h"
+#include "backends/cpu/jit.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {

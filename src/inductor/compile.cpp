@@ -18,14 +18,14 @@
 #include "graph/interpreter.h"
 #include "graph/passes.h"
 #include "graph/text.h"
-#include "inductor/codegen_llvm.h"
+#include "backends/cpu/codegen_llvm.h"
 #include "inductor/lowering.h"
 #include "inductor/scheduler.h"
 #include "graph/storage_model.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
-#include "runtime/host_caches.h"
-#include "runtime/jit.h"
+#include "backends/cpu/host_caches.h"
+#include "backends/cpu/jit.h"
 
 namespace kiln {
 

@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "ops/common.h"
-#include "runtime/jit.h"
+#include "backends/cpu/jit.h"
 
 namespace kiln::inductor {
 

@@ -10,8 +10,8 @@
 #include "core/bisect.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "runtime/host_caches.h"
-#include "runtime/jit.h"
+#include "backends/cpu/host_caches.h"
+#include "backends/cpu/jit.h"
 
 namespace kiln::inductor {
 

@@ -1,13 +1,13 @@
 // Runtime helpers called from generated kernels (see helpers.h): the eager kernels' scalar rules
 // (src/ops/scalar_math.h); a zero integer divisor sets the status word instead of trapping.
-#include "runtime/helpers.h"
+#include "backends/cpu/helpers.h"
 
 #include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "ops/scalar_math.h"
-#include "runtime/jit.h"
+#include "backends/cpu/jit.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Reads the host's cache sizes (sysfs), whether it is a virtual machine (cpuid) and how many CPUs kernels use
 // (OpenMP), and turns them into the cache this process can count on (see host_caches.h).
-#include "runtime/host_caches.h"
+#include "backends/cpu/host_caches.h"
 
 #include <fmt/format.h>
 #include <omp.h>

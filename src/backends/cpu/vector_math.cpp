@@ -1,6 +1,6 @@
 // kiln's vector math for AVX-512 hosts (see vector_math.h): e^x on f32 as a degree-5 polynomial scaled by
 // vscalefps, in scalar, 8- and 16-lane versions the loop vectoriser picks between; NaN-skipping max.
-#include "runtime/vector_math.h"
+#include "backends/cpu/vector_math.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/IR/IRBuilder.h>

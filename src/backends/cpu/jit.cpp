@@ -1,6 +1,6 @@
 // The ORC LLJIT instance, the optimisation pipeline and the two-level kernel cache (see jit.h).
-#include "runtime/jit.h"
-#include "runtime/vector_math.h"
+#include "backends/cpu/jit.h"
+#include "backends/cpu/vector_math.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -38,7 +38,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "runtime/helpers.h"
+#include "backends/cpu/helpers.h"
 
 namespace kiln::runtime {
 

@@ -1,7 +1,7 @@
 // LLVM IR emission for fused kernels (see codegen_llvm.h). Loops are emitted in the plain
 // header/body/latch form; SROA, loop rotation, LICM and the loop vectoriser of the O2 pipeline (run in
 // runtime/jit.cpp) do the rest. Accumulators live in allocas that SROA promotes to registers.
-#include "inductor/codegen_llvm.h"
+#include "backends/cpu/codegen_llvm.h"
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "core/error.h"
-#include "runtime/jit.h"
-#include "runtime/vector_math.h"
+#include "backends/cpu/jit.h"
+#include "backends/cpu/vector_math.h"
 
 namespace kiln::inductor {
 
