@@ -19,7 +19,7 @@
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "eager/philox.h"
-#include "inductor/lowering_probe.h"
+#include "inductor/lowering_table.h"
 #include "minifier/hook.h"
 #include "tools/cmd_graph.h"
 
@@ -31,32 +31,33 @@ std::map<std::string, Runner>& runners() {
   return r;
 }
 
-// The op table; the inductor column is what kiln's own decomposition and lowering do with each op
-// (inductor/lowering_probe.h): lowered to loop IR, decomposed into other ops, or an extern call (the reason
-// follows the schema), `?` where no probe call could be built.
+// The op table; the inductor column is the op's row of the inductor's lowering table (inductor/lowerings.def,
+// the rows the compiler lowers by): lowered to loop IR, decomposed into other ops, or an extern call (the reason
+// follows the schema; for a lowered op, the calls that still run extern), `?` for an op without a row.
 int run_ops(bool missing_only) {
   fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<10}  {}\n", "op", "kind", "diff", "eager", "vjp", "decomp",
              "inductor", "schema");
   int counts[3] = {};
-  std::map<inductor::OpLowering::Kind, int> by_lowering;
+  std::map<std::string, int> by_lowering;
   for (const OpInfo& op : all_ops()) {
     bool has[3] = {op.kernel != nullptr, op.vjp != nullptr, op.decomp != nullptr};
     for (int i = 0; i < 3; ++i) counts[i] += has[i];
-    inductor::OpLowering lowering = inductor::probe_lowering(op);
-    ++by_lowering[lowering.kind];
+    const inductor::LoweringRow* row = inductor::lowering_row(op.id);
+    std::string column = !row ? "?" : row->lowered() ? "lowered" : std::string(inductor::lowering_how_name(row->how));
+    std::string note = !row ? "no row in src/inductor/lowerings.def"
+                       : row->text.empty() ? "" : row->lowered() ? "extern for " + std::string(row->text) : std::string(row->text);
+    ++by_lowering[column];
     bool incomplete = (!op.kernel && !op.decomp) || (op.differentiable && !op.vjp && !op.decomp) ||
                       (op.kind == OpKind::Composite && !op.decomp) || (!op.infer && !op.decomp);
     if (missing_only && !incomplete) continue;
     auto mark = [](bool b) { return b ? "yes" : "-"; };
-    std::string column = lowering.str().substr(0, lowering.str().find(':'));
     fmt::print("{:<24} {:<10} {:<5} {:<6} {:<4} {:<6} {:<10}  {}{}\n", op.name, op_kind_name(op.kind),
                op.differentiable ? "yes" : "no", mark(has[0]), mark(has[1]), mark(has[2]), column, op.schema.str(),
-               lowering.reason.empty() ? "" : "  [" + lowering.reason + "]");
+               note.empty() ? "" : "  [" + note + "]");
   }
-  using K = inductor::OpLowering::Kind;
   fmt::print("\n{} ops: {} with an eager kernel, {} with a VJP, {} with a decomposition; inductor: {} lowered, {} "
              "decomposed, {} extern, {} unknown\n", all_ops().size(), counts[0], counts[1], counts[2],
-             by_lowering[K::Lowered], by_lowering[K::Decomposed], by_lowering[K::Extern], by_lowering[K::Unknown]);
+             by_lowering["lowered"], by_lowering["decomposed"], by_lowering["extern"], by_lowering["?"]);
   return 0;
 }
 

@@ -1,7 +1,9 @@
-// Lowering of graph nodes to loop IR. One function per op kind: pointwise ops build a scalar body over their
-// broadcast operands (with the eager kernels' dtype rules: floating math computes in f32 for f16/bf16 inputs),
-// reductions become Reduction nodes, views rewrite indices, creation ops are bodies over the index, and the
-// rest run their eager kernel as Extern nodes. Decisions and their reasons go to KILN_LOGS=lowering.
+// Decomposition of composite ops, and lowering of graph nodes to loop IR. Each node is lowered by its op's row of
+// the lowering table (lowerings.def): the row's rule (lower_pointwise.cpp, lowering_rules.cpp) gives a scalar
+// body over the broadcast operands, a reduction, an index map or a body over the index, and this file turns it
+// into a pending value, a Reduction node or a view; a row naming no lowering, or a rule answering
+// Decision::no, makes the node an Extern node running the eager kernel. Realise-or-inline choices and fallbacks
+// go to KILN_LOGS=lowering with their reasons.
 #include "inductor/lowering.h"
 
 #include <cmath>
@@ -13,6 +15,8 @@
 #include "graph/interpreter.h"
 #include "ops/common.h"
 #include "backends/cpu/jit.h"
+#include "inductor/lowering_exprs.h"
+#include "inductor/lowering_table.h"
 
 namespace kiln::inductor {
 
@@ -210,29 +214,6 @@ namespace {
 constexpr int kReuseInlineCost = 24;
 constexpr int kMaxInlineCost = 4000;
 
-using Loader = std::function<SExpr(const std::vector<Index>&)>;
-
-struct LValue {
-  Shape sizes;
-  DType dtype = DType::F32;
-  Loader load;
-  bool pending = false;  // an unrealised pointwise value: users inline its body
-  int cost = 1;          // estimated scalar ops of its body (a buffer load costs 1)
-  // A realised value: a view of a buffer.
-  int buffer = -1;
-  Shape strides;
-  int64_t offset = 0;
-};
-
-std::vector<Index> broadcast_index(const std::vector<Index>& idx, const Shape& in_sizes) {
-  std::vector<Index> in(in_sizes.size());
-  size_t lead = idx.size() - in_sizes.size();
-  for (size_t k = 0; k < in_sizes.size(); ++k) in[k] = in_sizes[k] == 1 ? ix_const(0) : idx[lead + k];
-  return in;
-}
-
-bool is_unsigned_int(DType dt) { return dt == DType::U8; }
-
 class Lowerer {
  public:
   Lowerer(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject, const std::vector<bool>& unrounded)
@@ -375,13 +356,17 @@ class Lowerer {
   }
 
   void lower_node(const Node& n);
+  Decision lower_by_row(const Node& n, const OpCall& mc, const LoweringRow& row);
   void lower_extern(const Node& n, const std::string& reason);
-  bool lower_pointwise(const Node& n, const OpCall& mc, std::string& why);
-  bool lower_reduction(const Node& n, const OpCall& mc, std::string& why);
+  std::vector<Loader> pointwise_operands(const Node& n, int& cost) const;
+  Decision lower_pointwise(const Node& n, const OpCall& mc, const LoweringRow& row);
+  Decision lower_reduction(const Node& n, const OpCall& mc, const LoweringRow& row);
+  LoopNode reduction_node(const Node& n, const ReductionBody& r, Shape kept, Shape rsizes);
   bool softmax_stabilising_max(const Node& amax) const;
-  bool lower_view(const Node& n, const OpCall& mc, std::string& why);
-  bool lower_creation(const Node& n, const OpCall& mc, std::string& why);
-  bool lower_data(const Node& n, const OpCall& mc, std::string& why);
+  Decision lower_view(const Node& n, const OpCall& mc, const LoweringRow& row);
+  Decision lower_view_in_storage(const Node& n, const OpCall& mc);
+  Decision lower_creation(const Node& n, const OpCall& mc, const LoweringRow& row);
+  Decision lower_data(const Node& n, const OpCall& mc, const LoweringRow& row);
 };
 
 LoweredGraph Lowerer::run() {
@@ -434,31 +419,34 @@ LoweredGraph Lowerer::run() {
 
 void Lowerer::lower_node(const Node& n) {
   const OpInfo& op = n.info();
-  std::string why;
-  OpCall mc = graph::bind_node_meta(g_, n);
+  const OpCall mc = graph::bind_node_meta(g_, n);
   bool allowed = should_run("inductor", "lowering", [&] { return fmt::format("%{} = {}", name(n.outputs[0]), op.name); });
   if (!allowed) return lower_extern(n, "lowering refused by the bisection hook");
-  bool done = false;
   bool number_in_tensor_slot = false;
   for (size_t i = 0; i < n.args.size(); ++i)
     number_in_tensor_slot |= op.schema.args[i].type == ArgType::Tensor && std::holds_alternative<Scalar>(n.args[i]);
   if (number_in_tensor_slot && op.kind != OpKind::Pointwise)
     return lower_extern(n, "a number where the op expects a tensor (only pointwise lowerings take numbers)");
-  switch (op.kind) {
-    case OpKind::Pointwise: done = lower_pointwise(n, mc, why); break;
-    case OpKind::Reduction: done = lower_reduction(n, mc, why); break;
-    case OpKind::View: done = lower_view(n, mc, why); break;
-    case OpKind::Creation: done = lower_creation(n, mc, why); break;
-    case OpKind::Data: done = lower_data(n, mc, why); break;
-    case OpKind::Extern: why = op.id == OpId::mm || op.id == OpId::bmm || op.id == OpId::addmm
-                                   ? "matrix product: runs BLAS (extern kernel)"
-                                   : "convolution/pooling: not lowered, runs the eager kernel"; break;
-    case OpKind::Random: why = "random op: runs its eager kernel so compiled and eager draw the same Philox stream"; break;
-    case OpKind::InPlace: why = "in-place op: runs its eager kernel on the buffer it mutates"; break;
-    case OpKind::Composite: why = "composite op whose decomposition was not applied"; break;
-    case OpKind::Backward: why = "backward helper: runs its eager kernel"; break;
+  const LoweringRow* row = lowering_row(op.id);
+  KILN_ASSERT(row, "op {} has no row in the lowering table (src/inductor/lowerings.def)", op.name);
+  Decision lowered = lower_by_row(n, mc, *row);
+  if (!lowered) lower_extern(n, lowered.reason());
+}
+
+// The row's rule applied to node `n`: yes when `n` is lowered, else no with the reason it runs extern.
+Decision Lowerer::lower_by_row(const Node& n, const OpCall& mc, const LoweringRow& row) {
+  switch (row.how) {
+    case LoweringHow::Decomposed: return Decision::no("composite op whose decomposition was not applied");
+    case LoweringHow::Extern: return Decision::no(std::string(row.text));
+    default: break;
   }
-  if (!done) lower_extern(n, why);
+  switch (row.how) {
+    case LoweringHow::Pointwise: return lower_pointwise(n, mc, row);
+    case LoweringHow::Reduction: return lower_reduction(n, mc, row);
+    case LoweringHow::View: return lower_view(n, mc, row);
+    case LoweringHow::Creation: return lower_creation(n, mc, row);
+    default: return lower_data(n, mc, row);
+  }
 }
 
 void Lowerer::lower_extern(const Node& n, const std::string& reason) {
@@ -521,29 +509,11 @@ SExpr inject_bug(const std::string& kind, int entry, OpId op, SExpr r, const SEx
   return r;
 }
 
-namespace pw {
 
-SExpr c(double v, DType dt) { return s_const(v, dt); }
-SExpr add(const SExpr& a, const SExpr& b) { return s_binary(SOp::Add, a, b); }
-SExpr sub(const SExpr& a, const SExpr& b) { return s_binary(SOp::Sub, a, b); }
-SExpr mul(const SExpr& a, const SExpr& b) { return s_binary(SOp::Mul, a, b); }
-SExpr div(const SExpr& a, const SExpr& b) { return s_binary(SOp::Div, a, b); }
-SExpr un(SOp op, const SExpr& a) { return s_unary(op, a); }
-SExpr nonzero(const SExpr& x) { return x->dtype == DType::Bool ? x : s_binary(SOp::Ne, x, s_const(0, x->dtype)); }
-
-// 1 / (1 + exp(-x))
-SExpr sigmoid(const SExpr& x) { return div(c(1, x->dtype), add(c(1, x->dtype), un(SOp::Exp, un(SOp::Neg, x)))); }
-
-}  // namespace pw
-
-bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why) {
-  using namespace pw;
-  const OpId id = n.op;
-  const DType out_dt = g_.value(n.outputs[0]).meta.dtype;
-  const DType cdt = compute_dtype_of(out_dt);
-  // The operands: every Tensor slot, holding a graph value or a number (a wrapped number, like eager).
+// The loaders of a pointwise node's operands: every Tensor slot, holding a graph value or a number (a wrapped
+// number, like eager). `cost` grows by each value operand's cost.
+std::vector<Loader> Lowerer::pointwise_operands(const Node& n, int& cost) const {
   std::vector<Loader> operands;
-  int cost = 4;
   const Schema& schema = n.info().schema;
   for (size_t i = 0; i < n.args.size(); ++i) {
     if (schema.args[i].type != ArgType::Tensor) continue;
@@ -558,212 +528,22 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
       operands.push_back([k](const std::vector<Index>&) { return k; });
     }
   }
+  return operands;
+}
+
+// A pointwise op: the row's rule gives the scalar function of the operands; the result is rounded where eager
+// rounds it, the injected bug (KILN_INJECT) applied, and the value left pending for realise-or-inline.
+Decision Lowerer::lower_pointwise(const Node& n, const OpCall& mc, const LoweringRow& row) {
+  const OpId id = n.op;
+  const DType out_dt = g_.value(n.outputs[0]).meta.dtype;
+  const DType cdt = compute_dtype_of(out_dt);
+  int cost = 4;
+  std::vector<Loader> operands = pointwise_operands(n, cost);
   // The promoted dtype of the two operands of a binary op (torch.result_type), in its compute form.
   DType common = operands.size() >= 2 ? compute_dtype_of(result_type({mc.tensor(0), mc.tensor(1)})) : cdt;
-  using Fn = std::function<SExpr(const std::vector<SExpr>&)>;
-  Fn f;
-  // Unary ops compute in the result's compute dtype (ints become f32 for float-valued ops, as in eager).
-  auto float_unary = [&](std::function<SExpr(const SExpr&)> g) {
-    return Fn([g, cdt](const std::vector<SExpr>& x) { return g(s_cast(x[0], cdt)); });
-  };
-  auto& same_unary = float_unary;
-  auto binary = [&](DType in_dt, std::function<SExpr(const SExpr&, const SExpr&)> g) {
-    return Fn([g, in_dt](const std::vector<SExpr>& x) { return g(s_cast(x[0], in_dt), s_cast(x[1], in_dt)); });
-  };
-  const bool fl = is_floating(cdt);
-  switch (id) {
-    case OpId::exp: f = float_unary([](auto x) { return un(SOp::Exp, x); }); break;
-    case OpId::exp2: f = float_unary([](auto x) { return un(SOp::Exp2, x); }); break;
-    case OpId::log: f = float_unary([](auto x) { return un(SOp::Log, x); }); break;
-    case OpId::log2: f = float_unary([](auto x) { return un(SOp::Log2, x); }); break;
-    case OpId::log1p: f = float_unary([](auto x) { return un(SOp::Log1p, x); }); break;
-    case OpId::expm1: f = float_unary([](auto x) { return un(SOp::Expm1, x); }); break;
-    case OpId::sqrt: f = float_unary([](auto x) { return un(SOp::Sqrt, x); }); break;
-    case OpId::rsqrt: f = float_unary([](auto x) { return div(c(1, x->dtype), un(SOp::Sqrt, x)); }); break;
-    case OpId::sin: f = float_unary([](auto x) { return un(SOp::Sin, x); }); break;
-    case OpId::cos: f = float_unary([](auto x) { return un(SOp::Cos, x); }); break;
-    case OpId::tan: f = float_unary([](auto x) { return un(SOp::Tan, x); }); break;
-    case OpId::tanh: f = float_unary([](auto x) { return un(SOp::Tanh, x); }); break;
-    case OpId::asin: f = float_unary([](auto x) { return un(SOp::Asin, x); }); break;
-    case OpId::acos: f = float_unary([](auto x) { return un(SOp::Acos, x); }); break;
-    case OpId::atan: f = float_unary([](auto x) { return un(SOp::Atan, x); }); break;
-    case OpId::sinh: f = float_unary([](auto x) { return un(SOp::Sinh, x); }); break;
-    case OpId::cosh: f = float_unary([](auto x) { return un(SOp::Cosh, x); }); break;
-    case OpId::erf: f = float_unary([](auto x) { return un(SOp::Erf, x); }); break;
-    case OpId::sigmoid: f = float_unary([](auto x) { return sigmoid(x); }); break;
-    case OpId::reciprocal: f = float_unary([](auto x) { return div(c(1, x->dtype), x); }); break;
-    case OpId::silu:
-      f = float_unary([](auto x) { return div(x, add(c(1, x->dtype), un(SOp::Exp, un(SOp::Neg, x)))); });
-      break;
-    case OpId::gelu:
-      if (mc.str(1) == "tanh") {
-        f = float_unary([](auto x) {
-          DType d = x->dtype;
-          SExpr inner = mul(c(0.797884560802865355880, d), add(x, mul(c(0.044715, d), mul(mul(x, x), x))));
-          return mul(mul(c(0.5, d), x), add(c(1, d), un(SOp::Tanh, inner)));
-        });
-      } else {
-        f = float_unary([](auto x) {
-          DType d = x->dtype;
-          return mul(mul(x, c(0.5, d)), add(c(1, d), un(SOp::Erf, mul(x, c(M_SQRT1_2, d)))));
-        });
-      }
-      break;
-    case OpId::neg: f = same_unary([](auto x) { return un(SOp::Neg, x); }); break;
-    case OpId::abs:
-      f = same_unary([](auto x) { return is_unsigned_int(x->dtype) ? x : un(SOp::Abs, x); });
-      break;
-    case OpId::relu:
-      f = same_unary([](auto x) {
-        if (is_unsigned_int(x->dtype)) return x;
-        return s_where(s_binary(SOp::Lt, x, c(0, x->dtype)), c(0, x->dtype), x);
-      });
-      break;
-    case OpId::sign:
-      f = same_unary([](auto x) {
-        DType d = x->dtype;
-        if (d == DType::Bool) return x;
-        if (is_unsigned_int(d)) return s_cast(nonzero(x), d);
-        return sub(s_cast(s_binary(SOp::Lt, c(0, d), x), d), s_cast(s_binary(SOp::Lt, x, c(0, d)), d));
-      });
-      break;
-    case OpId::floor: case OpId::ceil: case OpId::trunc: case OpId::round: {
-      SOp rop = id == OpId::floor ? SOp::Floor : id == OpId::ceil ? SOp::Ceil : id == OpId::trunc ? SOp::Trunc : SOp::RoundEven;
-      int64_t decimals = id == OpId::round ? mc.int_(1) : 0;
-      f = same_unary([rop, decimals](auto x) {
-        if (!is_floating(x->dtype)) return x;
-        if (decimals == 0) return un(rop, x);
-        double scale = std::pow(10.0, double(decimals < 0 ? -decimals : decimals));
-        SExpr k = c(scale, x->dtype);
-        return decimals < 0 ? mul(un(rop, div(x, k)), k) : div(un(rop, mul(x, k)), k);
-      });
-      break;
-    }
-    case OpId::logical_not: f = [](const std::vector<SExpr>& x) { return un(SOp::Not, nonzero(x[0])); }; break;
-    case OpId::isnan:
-      f = [](const std::vector<SExpr>& x) { return is_floating(x[0]->dtype) ? un(SOp::IsNan, x[0]) : s_iconst(0, DType::Bool); };
-      break;
-    case OpId::isinf:
-      f = [](const std::vector<SExpr>& x) { return is_floating(x[0]->dtype) ? un(SOp::IsInf, x[0]) : s_iconst(0, DType::Bool); };
-      break;
-    case OpId::add: case OpId::sub: {
-      Scalar alpha = mc.scalar(2);
-      bool subtract = id == OpId::sub;
-      double ad = subtract ? -alpha.to_double() : alpha.to_double();
-      int64_t ai = subtract ? -alpha.to_int() : alpha.to_int();
-      f = binary(common, [ad, ai](const SExpr& x, const SExpr& y) {
-        DType d = x->dtype;
-        if (d == DType::Bool) return ad == 1.0 ? s_binary(SOp::Or, x, y) : s_binary(SOp::Or, x, s_binary(SOp::And, y, s_iconst(ai != 0, d)));
-        if (ad == 1.0) return add(x, y);
-        if (ad == -1.0) return sub(x, y);
-        if (is_floating(d)) return s_mul_add(c(ad, d), y, x);  // rounded once, as eager and PyTorch
-        return add(x, mul(s_iconst(ai, d), y));
-      });
-      break;
-    }
-    case OpId::mul:
-      f = binary(common, [](const SExpr& x, const SExpr& y) {
-        return x->dtype == DType::Bool ? s_binary(SOp::And, x, y) : mul(x, y);
-      });
-      break;
-    case OpId::div: {
-      std::optional<std::string> mode = mc.opt_str(2);
-      if (!mode) {
-        f = binary(cdt, [](const SExpr& x, const SExpr& y) { return div(x, y); });
-      } else if (fl) {
-        bool floor_mode = *mode == "floor";
-        f = binary(cdt, [floor_mode](const SExpr& x, const SExpr& y) {
-          if (floor_mode) return s_helper(x->dtype == DType::F64 ? "kiln_rt_div_floor_f64" : "kiln_rt_div_floor_f32", x->dtype, {x, y});
-          return un(SOp::Trunc, div(x, y));
-        });
-      } else {
-        std::string helper = *mode == "floor" ? "kiln_rt_idiv_floor" : "kiln_rt_idiv_trunc";
-        f = binary(cdt, [helper](const SExpr& x, const SExpr& y) {
-          if (x->dtype == DType::Bool) return x;
-          return s_cast(s_helper(helper, DType::I64, {s_cast(x, DType::I64), s_cast(y, DType::I64)}), x->dtype);
-        });
-      }
-      break;
-    }
-    case OpId::remainder:
-      f = binary(cdt, [](const SExpr& x, const SExpr& y) {
-        DType d = x->dtype;
-        if (is_floating(d)) return s_helper(d == DType::F64 ? "kiln_rt_remainder_f64" : "kiln_rt_remainder_f32", d, {x, y});
-        return s_cast(s_helper("kiln_rt_iremainder", DType::I64, {s_cast(x, DType::I64), s_cast(y, DType::I64)}), d);
-      });
-      break;
-    case OpId::pow: {
-      const Tensor& base = mc.tensor(0);
-      const Tensor& expo = mc.tensor(1);
-      if (expo.is_wrapped_number() || base.is_wrapped_number()) {
-        why = "pow with a number operand has eager special cases (exponent 0, 1, 1/2, 2, ...) that are not lowered";
-        return false;
-      }
-      f = binary(cdt, [](const SExpr& x, const SExpr& y) {
-        if (is_floating(x->dtype)) return s_binary(SOp::Pow, x, y);
-        if (x->dtype == DType::Bool) return x;
-        return s_cast(s_helper("kiln_rt_ipow", DType::I64, {s_cast(x, DType::I64), s_cast(y, DType::I64)}), x->dtype);
-      });
-      break;
-    }
-    case OpId::maximum: case OpId::minimum: {
-      bool is_max = id == OpId::maximum;
-      f = binary(cdt, [is_max](const SExpr& x, const SExpr& y) {
-        if (x->dtype == DType::Bool) return s_binary(is_max ? SOp::Or : SOp::And, x, y);
-        if (is_floating(x->dtype)) return s_binary(is_max ? SOp::Max : SOp::Min, x, y);
-        return is_max ? s_where(s_binary(SOp::Lt, x, y), y, x) : s_where(s_binary(SOp::Lt, y, x), y, x);
-      });
-      break;
-    }
-    case OpId::atan2: f = binary(cdt, [](const SExpr& x, const SExpr& y) { return s_binary(SOp::Atan2, x, y); }); break;
-    case OpId::eq: case OpId::ne: case OpId::lt: case OpId::le: case OpId::gt: case OpId::ge: {
-      SOp cmp = id == OpId::eq ? SOp::Eq : id == OpId::ne ? SOp::Ne : id == OpId::lt ? SOp::Lt
-                : id == OpId::le ? SOp::Le : id == OpId::gt ? SOp::Gt : SOp::Ge;
-      f = binary(common, [cmp](const SExpr& x, const SExpr& y) { return s_binary(cmp, x, y); });
-      break;
-    }
-    case OpId::logical_and: case OpId::logical_or: case OpId::logical_xor: {
-      SOp lop = id == OpId::logical_and ? SOp::And : id == OpId::logical_or ? SOp::Or : SOp::Xor;
-      f = [lop](const std::vector<SExpr>& x) { return s_binary(lop, nonzero(x[0]), nonzero(x[1])); };
-      break;
-    }
-    case OpId::bitwise_and: case OpId::bitwise_or: case OpId::bitwise_xor: {
-      SOp bop = id == OpId::bitwise_and ? SOp::And : id == OpId::bitwise_or ? SOp::Or : SOp::Xor;
-      f = binary(cdt, [bop](const SExpr& x, const SExpr& y) { return s_binary(bop, x, y); });
-      break;
-    }
-    case OpId::where:
-      f = [cdt](const std::vector<SExpr>& x) { return s_where(nonzero(x[0]), s_cast(x[1], cdt), s_cast(x[2], cdt)); };
-      break;
-    case OpId::clamp: {
-      std::optional<Scalar> lo = mc.opt_scalar(1), hi = mc.opt_scalar(2);
-      // Bounds as the dtype sees them (f16/bf16 round them to their own precision first, as eager does).
-      auto bound = [&](const Scalar& s) {
-        if (!is_floating(cdt)) return s_iconst(s.to_int(), cdt);
-        Tensor t = to(Tensor::scalar(s, DType::F64), out_dt);
-        return s_const(t.item().to_double(), cdt);
-      };
-      std::optional<SExpr> lo_e, hi_e;
-      if (lo) lo_e = bound(*lo);
-      if (hi) hi_e = bound(*hi);
-      bool nan_bound = (lo && std::isnan(lo->to_double())) || (hi && std::isnan(hi->to_double()));
-      if (nan_bound && lo && hi) {
-        f = [cdt](const std::vector<SExpr>&) { return s_const(NAN, cdt); };
-        break;
-      }
-      f = [cdt, lo_e, hi_e](const std::vector<SExpr>& x) {
-        SExpr r = s_cast(x[0], cdt);
-        if (lo_e) r = s_where(s_binary(SOp::Lt, r, *lo_e), *lo_e, r);
-        if (hi_e) r = s_where(s_binary(SOp::Gt, r, *hi_e), *hi_e, r);
-        return r;
-      };
-      break;
-    }
-    case OpId::to: f = [cdt](const std::vector<SExpr>& x) { return s_cast(x[0], cdt); }; break;
-    default:
-      why = fmt::format("no pointwise lowering for {}", n.info().name);
-      return false;
-  }
+  PointwiseBody rule = row.pointwise(PointwiseCall{mc, id, out_dt, cdt, common});
+  if (!rule.decision) return rule.decision;
+  ScalarFn f = std::move(rule.fn);
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
   std::string kind = inject_.empty() ? "" : inject_.kind_for(std::string(n.info().name));
   if (!kind.empty()) decide(fmt::format("inject {} into %{} = {}", kind, name(n.outputs[0]), n.info().name));
@@ -781,7 +561,7 @@ bool Lowerer::lower_pointwise(const Node& n, const OpCall& mc, std::string& why)
   };
   vals_[size_t(n.outputs[0])] = pending_value(out_sizes, out_dt, body, cost);
   settle(n.outputs[0]);
-  return true;
+  return Decision::yes();
 }
 
 // ---------------------------------------------------------------- reductions
@@ -852,73 +632,24 @@ bool Lowerer::softmax_stabilising_max(const Node& amax) const {
   return log && is_unit(graph::bind_node_meta(g_, nodes[size_t(final_sub)]), 2);
 }
 
-bool Lowerer::lower_reduction(const Node& n, const OpCall& mc, std::string& why) {
-  const OpId id = n.op;
+// A reduction: the row's rule says over which dims and how; the node reads the input at the kept and reduced
+// indices and is realised at once.
+Decision Lowerer::lower_reduction(const Node& n, const OpCall& mc, const LoweringRow& row) {
   const Tensor& x = mc.tensor(0);
   const int64_t ndim = x.dim();
   const DType out_dt = g_.value(n.outputs[0]).meta.dtype;
-  std::vector<int64_t> dims;
-  ReduceOp rop;
-  DType acc_dt;
-  switch (id) {
-    case OpId::sum: case OpId::mean:
-      dims = reduction_dims(mc.opt_ints(1), ndim, n.info().name);
-      rop = ReduceOp::Sum;
-      acc_dt = compute_dtype_of(out_dt);
-      break;
-    case OpId::prod: {
-      std::optional<int64_t> d = mc.opt_int(1);
-      dims = d ? reduction_dims(IntList{*d}, ndim, "prod") : reduction_dims(std::nullopt, ndim, "prod");
-      rop = ReduceOp::Prod;
-      acc_dt = compute_dtype_of(out_dt);
-      break;
-    }
-    case OpId::amax: case OpId::amin:
-      dims = reduction_dims(mc.ints(1), ndim, n.info().name);
-      rop = id == OpId::amax ? ReduceOp::Max : ReduceOp::Min;
-      acc_dt = compute_dtype_of(out_dt);
-      break;
-    case OpId::argmax: case OpId::argmin: {
-      std::optional<int64_t> d = mc.opt_int(1);
-      dims = d ? reduction_dims(IntList{*d}, ndim, n.info().name) : reduction_dims(std::nullopt, ndim, n.info().name);
-      rop = id == OpId::argmax ? ReduceOp::ArgMax : ReduceOp::ArgMin;
-      acc_dt = compute_dtype_of(x.dtype());
-      if (x.numel() == 0) {
-        why = "arg-reduction of an empty tensor (the eager kernel reports the error)";
-        return false;
-      }
-      break;
-    }
-    case OpId::any: case OpId::all:  // an explicit empty dim list reduces nothing (as eager)
-      dims = reduction_dims(mc.opt_ints(1), ndim, n.info().name, !mc.opt_ints(1).has_value());
-      rop = id == OpId::any ? ReduceOp::Any : ReduceOp::All;
-      acc_dt = DType::Bool;
-      break;
-    default:
-      why = fmt::format("no reduction lowering for {}", n.info().name);
-      return false;
-  }
-  if (ndim == 0) dims.clear();
+  ReductionBody r = row.reduction(ReductionCall{mc, n.op, out_dt});
+  if (!r.decision) return r.decision;
+  if (ndim == 0) r.dims.clear();
   std::vector<bool> reduced(size_t(ndim), false);
-  for (int64_t d : dims) reduced[size_t(d)] = true;
+  for (int64_t d : r.dims) reduced[size_t(d)] = true;
   Shape kept, rsizes;
   for (int64_t d = 0; d < ndim; ++d) (reduced[size_t(d)] ? rsizes : kept).push_back(x.sizes()[size_t(d)]);
   const LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
-  int b = new_buffer(name(n.outputs[0]), out_dt, out_sizes);
-  LoopNode node;
-  node.kind = LoopNode::Kind::Reduction;
-  node.buffer = b;
-  node.sizes = kept;
-  node.rsizes = rsizes;
-  node.reduce = rop;
-  node.origin = name(n.outputs[0]);
-  if (id == OpId::amax && is_floating(out_dt) && softmax_stabilising_max(n) &&
-      should_run("inductor", "nan_insensitive_max", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
-    node.nan_insensitive = true;
-    decide(fmt::format("%{} = amax: NaN-insensitive (the stabilising max of a softmax: a NaN in a row reaches every "
-                       "output through the row's sum)", name(n.outputs[0])));
-  }
+  LoopNode node = reduction_node(n, r, kept, rsizes);
+  const DType acc_dt = r.acc_dt;
+  const ReduceOp rop = r.reduce;
   node.body = [in, reduced, acc_dt, rop](const std::vector<Index>& idx, const std::vector<Index>& ridx) {
     std::vector<Index> full;
     size_t k = 0, r = 0;
@@ -927,123 +658,46 @@ bool Lowerer::lower_reduction(const Node& n, const OpCall& mc, std::string& why)
     if (rop == ReduceOp::Any || rop == ReduceOp::All) return pw::nonzero(v);
     return s_cast(v, acc_dt);
   };
-  if (id == OpId::mean) {
+  if (r.divide_by_count) {
     double count = double(shape_numel(rsizes));
     node.finalize = [count](const SExpr& acc) { return pw::div(acc, s_const(count, acc->dtype)); };
   }
+  const int b = node.buffer;
   out_.nodes.push_back(std::move(node));
   vals_[size_t(n.outputs[0])] = buffer_value(b, out_dt, out_sizes, contiguous_strides(out_sizes), 0);
-  return true;
+  return Decision::yes();
+}
+
+// The Reduction node of `n` writing a new buffer; a softmax's stabilising max is marked NaN-insensitive.
+LoopNode Lowerer::reduction_node(const Node& n, const ReductionBody& r, Shape kept, Shape rsizes) {
+  const DType out_dt = g_.value(n.outputs[0]).meta.dtype;
+  LoopNode node;
+  node.kind = LoopNode::Kind::Reduction;
+  node.buffer = new_buffer(name(n.outputs[0]), out_dt, g_.value(n.outputs[0]).meta.sizes);
+  node.sizes = std::move(kept);
+  node.rsizes = std::move(rsizes);
+  node.reduce = r.reduce;
+  node.origin = name(n.outputs[0]);
+  if (n.op == OpId::amax && is_floating(out_dt) && softmax_stabilising_max(n) &&
+      should_run("inductor", "nan_insensitive_max", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
+    node.nan_insensitive = true;
+    decide(fmt::format("%{} = amax: NaN-insensitive (the stabilising max of a softmax: a NaN in a row reaches every "
+                       "output through the row's sum)", name(n.outputs[0])));
+  }
+  return node;
 }
 
 // ---------------------------------------------------------------- views
 
-bool Lowerer::lower_view(const Node& n, const OpCall& mc, std::string& why) {
+// A view: the row's rule maps the result's index to the input's; a view of a buffer stays a strided view of it
+// where that map is affine, else (and for a pending input) the result is the input's body at the mapped index.
+Decision Lowerer::lower_view(const Node& n, const OpCall& mc, const LoweringRow& row) {
   const ValueId src = std::get<graph::TensorArg>(n.args[0]).id;
-  const Shape in_sizes = vals_[size_t(src)].sizes;
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
-  const int64_t ndim = int64_t(in_sizes.size());
-  using Map = std::function<std::vector<Index>(const std::vector<Index>&)>;
-  Map map;
-  switch (n.op) {
-    case OpId::view: {
-      Shape in = in_sizes, out = out_sizes;
-      map = [in, out](const std::vector<Index>& idx) { return ix_unravel(ix_linear(idx, out), in); };
-      break;
-    }
-    case OpId::permute: {
-      std::vector<int64_t> dims;
-      for (int64_t d : mc.ints(1)) dims.push_back(wrap_dim(d, ndim, "permute"));
-      map = [dims](const std::vector<Index>& idx) {
-        std::vector<Index> in(dims.size());
-        for (size_t k = 0; k < dims.size(); ++k) in[size_t(dims[k])] = idx[k];
-        return in;
-      };
-      break;
-    }
-    case OpId::transpose: {
-      int64_t d0 = ndim == 0 ? 0 : wrap_dim(mc.int_(1), ndim, "transpose");
-      int64_t d1 = ndim == 0 ? 0 : wrap_dim(mc.int_(2), ndim, "transpose");
-      map = [d0, d1](std::vector<Index> idx) {
-        if (!idx.empty()) std::swap(idx[size_t(d0)], idx[size_t(d1)]);
-        return idx;
-      };
-      break;
-    }
-    case OpId::expand: {
-      Shape in = in_sizes;
-      map = [in](const std::vector<Index>& idx) { return broadcast_index(idx, in); };
-      break;
-    }
-    case OpId::slice: {
-      int64_t dim = wrap_dim(mc.int_(1), ndim, "slice");
-      int64_t size = in_sizes[size_t(dim)];
-      int64_t start = mc.opt_int(2).value_or(0);
-      if (start < 0) start += size;
-      start = std::clamp<int64_t>(start, 0, size);
-      int64_t step = mc.int_(4);
-      map = [dim, start, step](std::vector<Index> idx) {
-        idx[size_t(dim)] = ix_add(ix_scale(idx[size_t(dim)], step), ix_const(start));
-        return idx;
-      };
-      break;
-    }
-    case OpId::select: {
-      int64_t dim = wrap_dim(mc.int_(1), ndim, "select");
-      int64_t index = mc.int_(2);
-      if (index < 0) index += in_sizes[size_t(dim)];
-      map = [dim, index](std::vector<Index> idx) {
-        idx.insert(idx.begin() + dim, ix_const(index));
-        return idx;
-      };
-      break;
-    }
-    case OpId::squeeze: case OpId::unsqueeze: {
-      // Both only add or drop size-1 dims: map the non-1 dims in order, size-1 input dims read index 0.
-      Shape in = in_sizes, out = out_sizes;
-      map = [in, out](const std::vector<Index>& idx) {
-        std::vector<Index> kept;
-        for (size_t k = 0; k < out.size(); ++k)
-          if (out[k] != 1) kept.push_back(idx[k]);
-        std::vector<Index> r;
-        size_t j = 0;
-        for (int64_t s : in) r.push_back(s == 1 ? ix_const(0) : kept[j++]);
-        return r;
-      };
-      break;
-    }
-    case OpId::diagonal: {
-      int64_t offset = mc.int_(1);
-      int64_t d1 = wrap_dim(mc.int_(2), ndim, "diagonal"), d2 = wrap_dim(mc.int_(3), ndim, "diagonal");
-      map = [offset, d1, d2, ndim](const std::vector<Index>& idx) {
-        std::vector<Index> src_idx(static_cast<size_t>(ndim));
-        size_t k = 0;
-        for (int64_t d = 0; d < ndim; ++d)
-          if (d != d1 && d != d2) src_idx[size_t(d)] = idx[k++];
-        const Index& i = idx.back();
-        src_idx[size_t(d1)] = ix_add(i, ix_const(offset < 0 ? -offset : 0));
-        src_idx[size_t(d2)] = ix_add(i, ix_const(offset > 0 ? offset : 0));
-        return src_idx;
-      };
-      break;
-    }
-    case OpId::as_strided: {
-      // Addressed in eager's storage of the source (storage_model.h; StorageModel::check has kept it inside).
-      const bool explicit_offset = mc.opt_int(3).has_value();
-      const BufferView at = eager_view(src);
-      if (explicit_offset && out_.buffers[size_t(at.buffer)].kind == Buffer::Kind::Input) {
-        why = "as_strided with an explicit storage_offset into a graph input (its offset in its storage is only "
-              "known at run time)";
-        return false;
-      }
-      const int64_t off = explicit_offset ? *mc.opt_int(3) : at.offset;
-      vals_[size_t(n.outputs[0])] = buffer_value(at.buffer, vals_[size_t(src)].dtype, out_sizes, mc.ints(2), off);
-      return true;
-    }
-    default:
-      why = fmt::format("no view lowering for {}", n.info().name);
-      return false;
-  }
+  ViewBody v = row.view(ViewCall{mc, n.op, vals_[size_t(src)].sizes, out_sizes});
+  if (!v.decision) return v.decision;
+  if (v.in_eager_storage) return lower_view_in_storage(n, mc);
+  const IndexMap map = std::move(v.map);
   LValue& lv = vals_[size_t(src)];
   LValue result;
   if (!lv.pending) {
@@ -1068,116 +722,47 @@ bool Lowerer::lower_view(const Node& n, const OpCall& mc, std::string& why) {
   }
   vals_[size_t(n.outputs[0])] = result;
   settle(n.outputs[0]);
-  return true;
+  return Decision::yes();
+}
+
+// as_strided: addressed in eager's storage of its input (storage_model.h; StorageModel::check has kept it
+// inside), at the call's explicit storage_offset or eager's offset of the input.
+Decision Lowerer::lower_view_in_storage(const Node& n, const OpCall& mc) {
+  const ValueId src = std::get<graph::TensorArg>(n.args[0]).id;
+  const bool explicit_offset = mc.opt_int(3).has_value();
+  const BufferView at = eager_view(src);
+  if (explicit_offset && out_.buffers[size_t(at.buffer)].kind == Buffer::Kind::Input)
+    return Decision::no("as_strided with an explicit storage_offset into a graph input (its offset in its storage is "
+                        "only known at run time)");
+  const int64_t off = explicit_offset ? *mc.opt_int(3) : at.offset;
+  const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
+  vals_[size_t(n.outputs[0])] = buffer_value(at.buffer, vals_[size_t(src)].dtype, out_sizes, mc.ints(2), off);
+  return Decision::yes();
 }
 
 // ---------------------------------------------------------------- creation
 
-bool Lowerer::lower_creation(const Node& n, const OpCall& mc, std::string& why) {
+// A creation op: the row's rule gives its body over the index, left pending for realise-or-inline.
+Decision Lowerer::lower_creation(const Node& n, const OpCall& mc, const LoweringRow& row) {
   const TensorMeta& m = g_.value(n.outputs[0]).meta;
-  const DType dt = m.dtype, cdt = compute_dtype_of(dt);
-  auto value_const = [&](const Scalar& s) {
-    Tensor t = to(Tensor::scalar(s, s.is_float() ? DType::F64 : s.is_bool() ? DType::Bool : DType::I64), dt);
-    Scalar v = t.item();
-    return is_floating(cdt) ? s_const(v.to_double(), cdt) : s_iconst(v.to_int(), cdt);
-  };
-  Loader body;
-  switch (n.op) {
-    case OpId::full: case OpId::full_like: {
-      SExpr k = value_const(mc.scalar(1));
-      body = [k](const std::vector<Index>&) { return k; };
-      break;
-    }
-    case OpId::zeros: case OpId::zeros_like: case OpId::ones: case OpId::ones_like: {
-      SExpr k = s_const(n.op == OpId::ones || n.op == OpId::ones_like ? 1 : 0, cdt);
-      body = [k](const std::vector<Index>&) { return k; };
-      break;
-    }
-    case OpId::eye: {
-      body = [cdt](const std::vector<Index>& idx) {
-        return s_cast(s_binary(SOp::Eq, s_index_value(idx[0]), s_index_value(idx[1])), cdt);
-      };
-      break;
-    }
-    case OpId::arange: {
-      if (is_integral(dt, true)) {
-        int64_t start = mc.scalar(0).to_int(), step = mc.scalar(2).to_int();
-        body = [start, step, cdt](const std::vector<Index>& idx) {
-          return s_cast(s_index_value(ix_add(ix_scale(idx[0], step), ix_const(start))), cdt);
-        };
-      } else {
-        double start = mc.scalar(0).to_double(), step = mc.scalar(2).to_double();
-        body = [start, step, cdt](const std::vector<Index>& idx) {
-          SExpr i = s_cast(s_index_value(idx[0]), DType::F64);
-          return s_cast(pw::add(s_const(start, DType::F64), pw::mul(i, s_const(step, DType::F64))), cdt);
-        };
-      }
-      break;
-    }
-    default:
-      why = fmt::format("no creation lowering for {}", n.info().name);
-      return false;
-  }
-  vals_[size_t(n.outputs[0])] = pending_value(m.sizes, dt, body);
+  CreationBody c = row.creation(CreationCall{mc, n.op, m.dtype});
+  if (!c.decision) return c.decision;
+  vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, std::move(c.body));
   settle(n.outputs[0]);
-  return true;
+  return Decision::yes();
 }
 
 // ---------------------------------------------------------------- data movement
 
-bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
+// A data op (a copy moving data by index arithmetic): the row's rule gives its body over the first operand.
+Decision Lowerer::lower_data(const Node& n, const OpCall& mc, const LoweringRow& row) {
   const TensorMeta& m = g_.value(n.outputs[0]).meta;
-  switch (n.op) {
-    case OpId::contiguous: case OpId::clone: {
-      LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
-      vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, in.load, in.cost);
-      settle(n.outputs[0]);
-      return true;
-    }
-    case OpId::flip: {
-      LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
-      std::vector<bool> flipped(std::max<size_t>(m.sizes.size(), 1), false);  // a 0-d tensor accepts dim 0
-      for (int64_t d : mc.ints(1)) flipped[size_t(wrap_dim(d, int64_t(m.sizes.size()), "flip"))] = true;
-      Shape sizes = m.sizes;
-      vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, [in, flipped, sizes](std::vector<Index> idx) {
-        for (size_t d = 0; d < idx.size(); ++d)
-          if (flipped[d]) idx[d] = ix_add(ix_const(sizes[d] - 1), ix_scale(idx[d], -1));
-        return in.load(idx);
-      });
-      settle(n.outputs[0]);
-      return true;
-    }
-    case OpId::tril: case OpId::triu: {
-      LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
-      int64_t diag = mc.int_(1);
-      bool lower = n.op == OpId::tril;
-      DType cdt = compute_dtype_of(m.dtype);
-      vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, [in, diag, lower, cdt](const std::vector<Index>& idx) {
-        size_t r = idx.size() - 2, c = idx.size() - 1;
-        SExpr d = s_index_value(ix_add(idx[c], ix_scale(idx[r], -1)));  // col - row
-        SExpr keep = s_binary(lower ? SOp::Le : SOp::Ge, d, s_iconst(diag, DType::I64));
-        return s_where(keep, in.load(idx), s_const(0, cdt));
-      });
-      settle(n.outputs[0]);
-      return true;
-    }
-    case OpId::repeat: {
-      LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
-      Shape in_sizes = in.sizes;
-      vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, [in, in_sizes](const std::vector<Index>& idx) {
-        std::vector<Index> src(in_sizes.size());
-        size_t lead = idx.size() - in_sizes.size();
-        for (size_t d = 0; d < in_sizes.size(); ++d) src[d] = in_sizes[d] == 0 ? ix_const(0) : ix_mod(idx[lead + d], in_sizes[d]);
-        return in.load(src);
-      });
-      settle(n.outputs[0]);
-      return true;
-    }
-    default:
-      why = fmt::format("{} moves data by indices or shape-dependent ranges and is not lowered; runs the eager kernel",
-                        n.info().name);
-      return false;
-  }
+  const LValue in = vals_[size_t(std::get<graph::TensorArg>(n.args[0]).id)];
+  DataBody d = row.data(DataCall{mc, n.op, m, in});
+  if (!d.decision) return d.decision;
+  vals_[size_t(n.outputs[0])] = pending_value(m.sizes, m.dtype, std::move(d.body), d.cost);
+  settle(n.outputs[0]);
+  return Decision::yes();
 }
 
 }  // namespace
