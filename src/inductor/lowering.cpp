@@ -325,9 +325,17 @@ class Lowerer {
 
   // Called when a pointwise value is defined: realise it now, or leave it for its users to inline.
   void settle(ValueId v) {
-    LValue& lv = vals_[size_t(v)];
-    if (!lv.pending) return;
-    if (is_output_[size_t(v)]) return realize(v, "graph output");
+    if (!vals_[size_t(v)].pending) return;
+    Decision inline_it = may_inline(v);
+    if (!inline_it) return realize(v, inline_it.reason());
+    if (!inline_it.reason().empty()) decide(inline_it.reason());
+  }
+
+  // Whether pending value `v` is left for its users to inline (yes, with a reason to log when several users
+  // recompute it), or realised (no, with the reason).
+  Decision may_inline(ValueId v) {
+    const LValue& lv = vals_[size_t(v)];
+    if (is_output_[size_t(v)]) return Decision::no("graph output");
     int cost = lv.cost;  // an estimate: evaluating each body here would make long chains quadratic
     int nusers = int(users_[size_t(v)].size());
     // A small body read by several nodes is evaluated once to weigh its ops: one libm call (softmax's
@@ -335,13 +343,14 @@ class Lowerer {
     // the users fuse into the producer's kernel (the scheduler then keeps the buffer kernel-local).
     if (nusers > 1 && cost <= kReuseInlineCost) cost = s_cost(lv.load(ix_vars(lv.sizes)));
     if (nusers > 1 && cost > kReuseInlineCost)
-      return realize(v, fmt::format("read by {} nodes and costs {} scalar ops (> {}; a libm call counts {}): a store "
-                                    "and {} loads are cheaper than recomputing it in each", nusers, cost,
-                                    kReuseInlineCost, kLibmCallCost, nusers));
-    if (cost > kMaxInlineCost) return realize(v, fmt::format("its body has {} scalar ops (> {})", cost, kMaxInlineCost));
+      return Decision::no(fmt::format("read by {} nodes and costs {} scalar ops (> {}; a libm call counts {}): a "
+                                      "store and {} loads are cheaper than recomputing it in each", nusers, cost,
+                                      kReuseInlineCost, kLibmCallCost, nusers));
+    if (cost > kMaxInlineCost) return Decision::no(fmt::format("its body has {} scalar ops (> {})", cost, kMaxInlineCost));
     if (!should_run("inductor", "inline", [&] { return fmt::format("%{}", name(v)); }))
-      return realize(v, "inlining refused by the bisection hook");
-    if (nusers > 1) decide(fmt::format("inline %{} into its {} users: {} scalar ops", name(v), nusers, cost));
+      return Decision::no("inlining refused by the bisection hook");
+    if (nusers > 1) return Decision::yes(fmt::format("inline %{} into its {} users: {} scalar ops", name(v), nusers, cost));
+    return Decision::yes();
   }
 
   // Flushes every pending value into a buffer (before a node that mutates memory).
@@ -362,7 +371,7 @@ class Lowerer {
   Decision lower_pointwise(const Node& n, const OpCall& mc, const LoweringRow& row);
   Decision lower_reduction(const Node& n, const OpCall& mc, const LoweringRow& row);
   LoopNode reduction_node(const Node& n, const ReductionBody& r, Shape kept, Shape rsizes);
-  bool softmax_stabilising_max(const Node& amax) const;
+  Decision softmax_stabilising_max(const Node& amax) const;
   Decision lower_view(const Node& n, const OpCall& mc, const LoweringRow& row);
   Decision lower_view_in_storage(const Node& n, const OpCall& mc);
   Decision lower_creation(const Node& n, const OpCall& mc, const LoweringRow& row);
@@ -575,7 +584,8 @@ Decision Lowerer::lower_pointwise(const Node& n, const OpCall& mc, const Lowerin
 //   other use is sub(d, log(s)) (log_softmax). s and what is computed from it may be used anywhere.
 // (A row of zeros of both signs may then get -0 for its max where the exact max is +0: x - m and exp come out
 // the same; only log_softmax's single-element rows can differ, in the sign of a zero.)
-bool Lowerer::softmax_stabilising_max(const Node& amax) const {
+// Yes with the reason the lowering logs, or no with the part of the pattern that does not hold.
+Decision Lowerer::softmax_stabilising_max(const Node& amax) const {
   const auto& nodes = g_.nodes();
   auto arg = [&](const Node& n, size_t i) {
     const auto* t = i < n.args.size() ? std::get_if<graph::TensorArg>(&n.args[i]) : nullptr;
@@ -591,13 +601,14 @@ bool Lowerer::softmax_stabilising_max(const Node& amax) const {
   auto is_unit = [](const OpCall& c, int i) { return c.scalar(i).to_double() == 1.0; };
   const ValueId x = arg(amax, 0), m = amax.outputs[0];
   const OpCall mc = graph::bind_node_meta(g_, amax);
-  if (!mc.bool_(2)) return false;
+  const Decision not_softmax = Decision::no("not the stabilising max of a softmax or log_softmax");
+  if (!mc.bool_(2)) return Decision::no("keepdim is false (a softmax keeps the reduced dims)");
   const std::vector<int64_t> dims = reduction_dims(mc.ints(1), mc.tensor(0).dim(), "amax");
   const std::vector<int> m_users = users(m);
-  if (m_users.size() != 1) return false;
+  if (m_users.size() != 1) return Decision::no("the max has other uses than x - max, or is a graph output");
   const Node& sub = nodes[size_t(m_users[0])];
   if (sub.op != OpId::sub || arg(sub, 0) != x || arg(sub, 1) != m || !is_unit(graph::bind_node_meta(g_, sub), 2))
-    return false;
+    return Decision::no("its one use is not x - max");
   const ValueId d = sub.outputs[0];
   // v's users: one `first` op and at most one `second` op reading v as its first argument, nothing else.
   auto split_users = [&](ValueId v, OpId first, OpId second, int& first_node, int& second_node) {
@@ -613,23 +624,26 @@ bool Lowerer::softmax_stabilising_max(const Node& amax) const {
   // d's users: exp, and for log_softmax the final sub (checked once s is known); e's: the sum, and for softmax
   // the division.
   int exp_node, final_sub, sum_node, div_node;
-  if (!split_users(d, OpId::exp, OpId::sub, exp_node, final_sub)) return false;
+  if (!split_users(d, OpId::exp, OpId::sub, exp_node, final_sub)) return Decision::no("x - max is used by more than exp and a final sub");
   const ValueId e = nodes[size_t(exp_node)].outputs[0];
-  if (!split_users(e, OpId::sum, OpId::div, sum_node, div_node)) return false;
-  if ((div_node >= 0) == (final_sub >= 0)) return false;  // exactly one of softmax, log_softmax
+  if (!split_users(e, OpId::sum, OpId::div, sum_node, div_node)) return Decision::no("exp(x - max) is used by more than its sum and a division");
+  if ((div_node >= 0) == (final_sub >= 0)) return not_softmax;  // exactly one of softmax, log_softmax
   const Node& sum = nodes[size_t(sum_node)];
   const OpCall sc = graph::bind_node_meta(g_, sum);
-  if (!sc.bool_(2) || sc.opt_dtype(3) || reduction_dims(sc.opt_ints(1), sc.tensor(0).dim(), "sum") != dims) return false;
+  if (!sc.bool_(2) || sc.opt_dtype(3) || reduction_dims(sc.opt_ints(1), sc.tensor(0).dim(), "sum") != dims)
+    return Decision::no("the sum of exp does not keep the max's dims");
   const ValueId s = sum.outputs[0];
+  const Decision softmax = Decision::yes("the stabilising max of a softmax: a NaN in a row reaches every output "
+                                        "through the row's sum");
   if (div_node >= 0) {
     const Node& div = nodes[size_t(div_node)];
-    return arg(div, 1) == s && !graph::bind_node_meta(g_, div).opt_str(2);
+    return arg(div, 1) == s && !graph::bind_node_meta(g_, div).opt_str(2) ? softmax : not_softmax;
   }
   const ValueId l = arg(nodes[size_t(final_sub)], 1);
   const Node* log = nullptr;
   for (int u : users_[size_t(s)])
     if (nodes[size_t(u)].op == OpId::log && nodes[size_t(u)].outputs[0] == l) log = &nodes[size_t(u)];
-  return log && is_unit(graph::bind_node_meta(g_, nodes[size_t(final_sub)]), 2);
+  return log && is_unit(graph::bind_node_meta(g_, nodes[size_t(final_sub)]), 2) ? softmax : not_softmax;
 }
 
 // A reduction: the row's rule says over which dims and how; the node reads the input at the kept and reduced
@@ -678,11 +692,11 @@ LoopNode Lowerer::reduction_node(const Node& n, const ReductionBody& r, Shape ke
   node.rsizes = std::move(rsizes);
   node.reduce = r.reduce;
   node.origin = name(n.outputs[0]);
-  if (n.op == OpId::amax && is_floating(out_dt) && softmax_stabilising_max(n) &&
-      should_run("inductor", "nan_insensitive_max", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
+  if (n.op != OpId::amax || !is_floating(out_dt)) return node;
+  Decision skip_nan = softmax_stabilising_max(n);
+  if (skip_nan && should_run("inductor", "nan_insensitive_max", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
     node.nan_insensitive = true;
-    decide(fmt::format("%{} = amax: NaN-insensitive (the stabilising max of a softmax: a NaN in a row reaches every "
-                       "output through the row's sum)", name(n.outputs[0])));
+    decide(fmt::format("%{} = amax: NaN-insensitive ({})", name(n.outputs[0]), skip_nan.reason()));
   }
   return node;
 }

@@ -39,11 +39,11 @@ struct KernelContext {
 
   // With libmvec the vectoriser turns expf/tanhf calls into vector calls: smaller code than the inline
   // polynomials (codegen_math.h), which remain for machines without it, and at least as fast
-  // (docs/benchmarks.md).
+  // (docs/inductor.md, step 5).
   const bool vector_math;
   // On AVX-512 hosts f32 e^x is kiln's own vector polynomial (vector_math.h), inlined at every vectorised call
   // site at a cost in code-generation time: kernels with more than kMaxFastExpSites f32 exps call libmvec's
-  // instead (docs/benchmarks.md has the figures).
+  // instead (docs/inductor.md, step 5, has the figures).
   static constexpr int kMaxFastExpSites = 2;
   const bool fast_exp;
   // NaN-insensitive max reductions (LoopNode::nan_insensitive) as llvm.maximum recurrences, which the JIT turns

@@ -39,7 +39,7 @@ RowPlan plan_next_row_reads(const KernelContext& cx);
 
 // Streamed single-loop kernels prefetch each contiguous input this far ahead (into L1): the hardware
 // prefetcher alone keeps too few lines in flight for two input streams beside a streaming store
-// (docs/benchmarks.md).
+// (docs/inductor.md, step 5).
 inline constexpr int64_t kPrefetchAheadBytes = 8192;
 std::vector<RowRead> reads_ahead(const KernelContext& cx, const KernelLoop& l, const Index& var);
 
