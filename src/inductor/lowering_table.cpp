@@ -10,26 +10,25 @@ namespace kiln::inductor {
 
 namespace {
 
-// One overload per rule type, so a row whose rule does not fit its `how` does not compile.
-LoweringRow lowered(OpId op, LoweringHow how, PointwiseBody (*f)(const PointwiseCall&), std::string_view note) {
-  KILN_ASSERT(how == LoweringHow::Pointwise, "lowerings.def: a pointwise rule in a row of another kind");
-  return LoweringRow{op, how, f, nullptr, nullptr, nullptr, nullptr, note};
+// One overload per rule type: a rule of no kind does not compile.
+void set_rule(LoweringRow& r, PointwiseBody (*f)(const PointwiseCall&)) { r.pointwise = f; }
+void set_rule(LoweringRow& r, ReductionBody (*f)(const ReductionCall&)) { r.reduction = f; }
+void set_rule(LoweringRow& r, ViewBody (*f)(const ViewCall&)) { r.view = f; }
+void set_rule(LoweringRow& r, CreationBody (*f)(const CreationCall&)) { r.creation = f; }
+void set_rule(LoweringRow& r, DataBody (*f)(const DataCall&)) { r.data = f; }
+
+LoweringHow rule_kind(const LoweringRow& r) {
+  return r.pointwise ? LoweringHow::Pointwise : r.reduction ? LoweringHow::Reduction : r.view ? LoweringHow::View
+         : r.creation ? LoweringHow::Creation : LoweringHow::Data;
 }
-LoweringRow lowered(OpId op, LoweringHow how, ReductionBody (*f)(const ReductionCall&), std::string_view note) {
-  KILN_ASSERT(how == LoweringHow::Reduction, "lowerings.def: a reduction rule in a row of another kind");
-  return LoweringRow{op, how, nullptr, f, nullptr, nullptr, nullptr, note};
-}
-LoweringRow lowered(OpId op, LoweringHow how, ViewBody (*f)(const ViewCall&), std::string_view note) {
-  KILN_ASSERT(how == LoweringHow::View, "lowerings.def: a view rule in a row of another kind");
-  return LoweringRow{op, how, nullptr, nullptr, f, nullptr, nullptr, note};
-}
-LoweringRow lowered(OpId op, LoweringHow how, CreationBody (*f)(const CreationCall&), std::string_view note) {
-  KILN_ASSERT(how == LoweringHow::Creation, "lowerings.def: a creation rule in a row of another kind");
-  return LoweringRow{op, how, nullptr, nullptr, nullptr, f, nullptr, note};
-}
-LoweringRow lowered(OpId op, LoweringHow how, DataBody (*f)(const DataCall&), std::string_view note) {
-  KILN_ASSERT(how == LoweringHow::Data, "lowerings.def: a data rule in a row of another kind");
-  return LoweringRow{op, how, nullptr, nullptr, nullptr, nullptr, f, note};
+
+template <class Rule>
+LoweringRow lowered(OpId op, LoweringHow how, Rule rule, std::string_view note) {
+  LoweringRow row{.op = op, .how = how, .text = note};
+  set_rule(row, rule);
+  KILN_ASSERT(rule_kind(row) == how, "lowerings.def: the row of op {} is {} but names a {} rule",
+              op_info(op).name, lowering_how_name(how), lowering_how_name(rule_kind(row)));
+  return row;
 }
 
 using Table = std::array<std::optional<LoweringRow>, size_t(kNumOps)>;

@@ -89,7 +89,7 @@ T python_remainder(T x, T y) {
 // i64) or 32-bit (for every narrower type) conversion give that conversion's minimum, and narrower types then
 // keep the low bits of the 32-bit result (300.0 -> u8 44, 70000.0 -> i16 4464, 3e9 -> i16 0). C++'s conversion
 // is undefined outside the range; this one is defined everywhere. Eager (convert_element) and compiled kernels
-// (codegen_llvm.cpp `cast`) follow it.
+// (codegen_scalar.cpp `cast`) follow it.
 template <class To, class From>
 To float_to_int(From v) {
   static_assert(std::is_integral_v<To> && !std::is_same_v<To, bool> && std::is_floating_point_v<From>);

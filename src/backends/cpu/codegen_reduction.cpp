@@ -56,6 +56,7 @@ Accumulation ReductionEmitter::start_reduction(const KernelLoop& l, int64_t lane
   }
   return a;
 }
+
 Value* ReductionEmitter::lane_slot(const Accumulation& a, Value* lane) {
   return cx_.b.CreateInBoundsGEP(a.lanes->getAllocatedType(), a.lanes, {cx_.c64(0), lane});
 }

@@ -69,12 +69,12 @@ struct Accumulation {
   const KernelLoop* l = nullptr;
   llvm::Type* t = nullptr;
   bool fl = false;
-  bool skip_nan = false;               // a NaN-insensitive max as llvm.maximum (see max_skips_nan_)
+  bool skip_nan = false;               // a NaN-insensitive max as llvm.maximum (KernelContext::max_skips_nan)
   llvm::AllocaInst* acc = nullptr;
   llvm::AllocaInst* arg = nullptr;     // ArgMax/ArgMin: the index of the best element (-1 before the first)
   std::optional<FloatExtremes> extremes;
   llvm::AllocaInst* total = nullptr;   // a blocked float sum's f64 total (emit_blocked_sum)
-  // Accumulated in a prefetched loop: one partial value per lane of its cache lines (see innermost_loop).
+  // Accumulated in a prefetched loop: one partial value per lane of its cache lines (emit_element_loop).
   llvm::AllocaInst* lanes = nullptr;
   int64_t lane_count = 0;
 };

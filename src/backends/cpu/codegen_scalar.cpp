@@ -29,6 +29,7 @@ Value* ScalarEmitter::cast(Value* v, DType from, DType to) {
   if (is_floating(from)) return float_to_int(v, to);
   return cx_.b.CreateIntCast(v, t, !is_unsigned(from));
 }
+
 // A float converted to integer type `to` as eager's float_to_int (ops/scalar_math.h): truncated by the 64-bit
 // (i64) or 32-bit (narrower types) conversion, whose minimum NaN and out-of-range values give, narrower types
 // keeping the low bits. The compares are exact for both source types (-2^31 - 1 is a double; no float lies
@@ -45,6 +46,7 @@ Value* ScalarEmitter::float_to_int(Value* v, DType to) {
                                      llvm::ConstantInt::get(it, llvm::APInt::getSignedMinValue(it->getBitWidth())));
   return cx_.b.CreateTrunc(converted, cx_.compute_type(to));
 }
+
 Value* ScalarEmitter::to_storage(Value* v, DType dt) {
   switch (dt) {
     case DType::F16: return cx_.b.CreateFPTrunc(v, cx_.b.getHalfTy());
@@ -59,6 +61,7 @@ Value* ScalarEmitter::to_storage(Value* v, DType dt) {
     default: return v;
   }
 }
+
 Value* ScalarEmitter::from_storage(Value* v, DType dt) {
   switch (dt) {
     case DType::F16: return cx_.b.CreateFPExt(v, cx_.b.getFloatTy());
@@ -109,6 +112,7 @@ Value* ScalarEmitter::element_ptr(int buffer, const Index& ix) {
   }
   return cx_.b.CreateInBoundsGEP(cx_.storage_type(buf.dtype), cx_.ptrs.at(size_t(cx_.slot.at(buffer))), index(ix));
 }
+
 // Whether a division by `e` may multiply by a reciprocal hoisted out of the element loop: `e` is read (from
 // memory or a register) and does not change along the loop. Not a constant: x * (1 / c) with 1 / c rounded
 // differs from eager's x / c (round(x, decimals=-1) at ties).
@@ -127,6 +131,7 @@ bool ScalarEmitter::hoistable_divisor(const SExpr& e) const {
   };
   return !varies(e) && reads;
 }
+
 Value* ScalarEmitter::load(int buffer, const Index& ix) {
   auto reg = scope_.registers.find(buffer);
   if (reg != scope_.registers.end() && reg->second.first == ix.str()) return reg->second.second;
@@ -136,6 +141,7 @@ Value* ScalarEmitter::load(int buffer, const Index& ix) {
   ld->setAlignment(llvm::Align(dtype_size(buf.dtype)));
   return from_storage(ld, buf.dtype);
 }
+
 void ScalarEmitter::store(int buffer, const Index& ix, Value* v, DType v_dtype) {
   const Buffer& buf = cx_.lg.buffers[size_t(buffer)];
   Value* s = to_storage(cast(v, v_dtype, buf.dtype), buf.dtype);

@@ -27,14 +27,14 @@ llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value
 
 // After the O2 pipeline: inlines kiln's vector-math functions (scalar and vector) into their callers and
 // deletes them, so the object defines only the kernel. Each inlined site costs code generation time: the code
-// generator uses these functions only in kernels with few exps (codegen_llvm.cpp kMaxFastExpSites). A no-op
+// generator uses these functions only in kernels with few exps (codegen_context.h kMaxFastExpSites). A no-op
 // on modules that do not use them.
 void inline_vector_math(llvm::Module& m);
 
-// NaN-skipping max: marks `m` as a module whose vector llvm.maximum calls may skip NaN (every one comes from a
-// max reduction whose NaNs need not reach its result; codegen_llvm.cpp decides when). After the O2 pipeline,
-// lower_max_skipping_nan replaces each such vector call with the host's max instruction (vmaxps/vmaxpd: the
-// larger operand, the second when either is NaN, +-0 in either order), so a reduction over values holding a NaN
+// NaN-skipping max: marks `m` as a module whose vector llvm.maximum calls may skip NaN (every one comes from a max
+// reduction whose NaNs need not reach its result; codegen_context.h max_skips_nan decides when). After the O2
+// pipeline, lower_max_skipping_nan replaces each such vector call with the host's max instruction (vmaxps/vmaxpd:
+// the larger operand, the second when either is NaN, +-0 in either order), so a reduction over values holding a NaN
 // ends with NaN or with one of its other values, which is what NaN-insensitive allows: one instruction where
 // llvm.maximum's NaN and signed-zero rules cost five. Returns how many calls it replaced; a no-op on unmarked
 // modules. Only where has_fast_vector_math().
