@@ -186,7 +186,8 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
 
 }  // namespace
 
-Graph decompose_composites(const Graph& g, const InjectSpec& inject, std::vector<bool>* unrounded) {
+Graph decompose_composites(const Graph& g, const CompileContext& ctx, std::vector<bool>* unrounded) {
+  const InjectSpec& inject = ctx.inject;
   Graph cur = g;
   std::vector<bool> flags;
   for (int round = 0; round < 8; ++round) {
@@ -1182,9 +1183,9 @@ bool Lowerer::lower_data(const Node& n, const OpCall& mc, std::string& why) {
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const CompileContext& ctx,
                          const std::vector<bool>& unrounded) {
-  return Lowerer(g, storage, inject, unrounded).run();
+  return Lowerer(g, storage, ctx.inject, unrounded).run();
 }
 
 }  // namespace kiln::inductor

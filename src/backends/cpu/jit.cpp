@@ -215,6 +215,23 @@ int mark_streaming_stores(llvm::Module& m) {
   return marked;
 }
 
+// The passes every kernel's module goes through after LLVM's O2 pipeline, in order: the one place that says
+// what kiln does to a kernel beyond LLVM's own pipeline. Each returns how many sites it changed (logged on
+// `cache` with its description when non-zero).
+struct KernelPostPass {
+  const char* name;
+  int (*run)(llvm::Module& m);
+  const char* changed;  // what a changed site is, for the log
+};
+constexpr KernelPostPass kKernelPostPasses[] = {
+    // kiln_expf's vector variants inlined where the vectoriser called them (vector_math.h).
+    {"inline_vector_math", [](llvm::Module& m) { return inline_vector_math(m), 0; }, "inlined vector exps"},
+    // NaN-insensitive maxima (softmax's stabilising max) as one max instruction (vector_math.h).
+    {"lower_max_skipping_nan", lower_max_skipping_nan, "NaN-skipping vector max instructions"},
+    // Stores of streamed buffers made non-temporal where their alignment is proven (above).
+    {"mark_streaming_stores", mark_streaming_stores, "streaming (non-temporal) vector stores"},
+};
+
 }  // namespace
 
 struct KernelJit::Impl {
@@ -468,12 +485,10 @@ KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_p
   if (ir_out) print_ir(*module);
   auto t1 = std::chrono::steady_clock::now();
   im.optimize(*module);
-  inline_vector_math(*module);
-  if (int replaced = lower_max_skipping_nan(*module))
-    KILN_LOG(LogChannel::Cache, "{}: {} NaN-skipping vector max instructions", symbol, replaced);
-  if (int streamed = mark_streaming_stores(*module)) {
-    im.stats.streaming_stores += streamed;
-    KILN_LOG(LogChannel::Cache, "{}: {} streaming (non-temporal) vector stores", symbol, streamed);
+  for (const KernelPostPass& pass : kKernelPostPasses) {
+    const int changed = pass.run(*module);
+    if (changed) KILN_LOG(LogChannel::Cache, "{}: {}: {} {}", symbol, pass.name, changed, pass.changed);
+    if (pass.run == mark_streaming_stores) im.stats.streaming_stores += changed;
   }
   auto t2 = std::chrono::steady_clock::now();
   std::string object = im.emit_object(*module);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "inductor/kernel_status.h"
+
 namespace llvm {
 class Module;
 class LLVMContext;
@@ -66,8 +68,9 @@ class KernelJit {
 inline constexpr const char* kStreamMetadata = "kiln.stream";
 inline constexpr int64_t kStreamAlignment = 64;
 
-// The status word kernels report errors through (one per run; 0 = ok).
-// Codes from kStatusInjectedBase up name the KILN_INJECT entry whose runtime_error fired (base + its index).
-enum KernelStatus : int32_t { kStatusOk = 0, kStatusZeroDivision = 2, kStatusInjectedBase = 16 };
+// The status word kernels report errors through: the backend-neutral codes of inductor/kernel_status.h.
+using inductor::kStatusInjectedBase;
+using inductor::kStatusOk;
+using inductor::kStatusZeroDivision;
 
 }  // namespace kiln::runtime
