@@ -12,7 +12,7 @@
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "ops/common.h"
-#include "backends/cpu/jit.h"
+#include "inductor/kernel_status.h"
 
 namespace kiln::inductor {
 
@@ -517,7 +517,7 @@ SExpr inject_bug(const std::string& kind, int entry, OpId op, SExpr r, const SEx
     return s_binary(SOp::Add, base, s_const(1, base->dtype));
   }
   if (kind == "compile_error") return s_wrap(SOp::Invalid, r);
-  if (kind == "runtime_error") return s_fail(r, runtime::kStatusInjectedBase + entry);
+  if (kind == "runtime_error") return s_fail(r, kStatusInjectedBase + entry);
   if (kind == "crash") return s_wrap(SOp::Trap, r);
   return r;
 }

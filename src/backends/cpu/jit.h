@@ -59,6 +59,7 @@ class KernelJit {
   KernelJit();
   ~KernelJit();
   struct Impl;
+  struct Lookup;
   std::unique_ptr<Impl> impl_;
 };
 
