@@ -38,35 +38,33 @@ TEST_F(CliTest, EveryPassDumpsItsResultToTheDebugDirInPipelineOrder) {
   const fs::path graph_dir = dir_ / "debug" / "inductor" / "s";
   EXPECT_EQ(files_in(graph_dir),
             (std::vector<std::string>{"00_graph.kir", "01_context.txt", "02_decompose.kir", "03_lower.txt", "04_fuse.txt",
-                                      "05_localise.txt", "06_stream.txt", "07_defer.txt", "08_accumulate.txt",
-                                      "09_plan_memory.txt"}));
+                                      "05_localise.txt", "06_stream.txt", "07_defer.txt", "08_plan_memory.txt"}));
   EXPECT_EQ(files_in(graph_dir / "kernels"), (std::vector<std::string>{"k0.ll"}));
-  // Each dump shows what its pass added: the scratch row, the streamed and deferred loop, the accumulated sum,
-  // the frees; the last one is the loop IR the program reports.
+  // Each dump shows what its pass added: the scratch row, the streamed and deferred loop, the frees; the last
+  // one is the loop IR the program reports.
   EXPECT_NE(read_text(graph_dir / "05_localise.txt").find("kernel-local"), std::string::npos);
   EXPECT_EQ(read_text(graph_dir / "04_fuse.txt").find("kernel-local"), std::string::npos);
   EXPECT_NE(read_text(graph_dir / "06_stream.txt").find(" stream"), std::string::npos);
   EXPECT_NE(read_text(graph_dir / "07_defer.txt").find("deferred into loop"), std::string::npos);
   EXPECT_EQ(read_text(graph_dir / "06_stream.txt").find("deferred into loop"), std::string::npos);
-  EXPECT_NE(read_text(graph_dir / "08_accumulate.txt").find("accumulated in loop"), std::string::npos);
-  EXPECT_EQ(read_text(graph_dir / "09_plan_memory.txt"), c->loop_ir());
+  EXPECT_EQ(read_text(graph_dir / "08_plan_memory.txt"), c->loop_ir());
   EXPECT_NE(read_text(graph_dir / "01_context.txt").find("streaming_threshold_bytes 1\n"), std::string::npos);
 }
 
 TEST_F(CliTest, EveryPassLogsUnderItsOwnName) {
   CliResult r = shell("kiln run " + file("s.kir", kSoftmax) + " --backend inductor",
-                      "KILN_LOGS=passes,localise,stream,defer,accumulate,memory_plan KILN_STREAM_MIN_BYTES=1 "
+                      "KILN_LOGS=passes,localise,stream,defer,memory_plan KILN_STREAM_MIN_BYTES=1 "
                       "KILN_CACHE_DIR=" + path("cache"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* pass : {"decompose", "cleanup", "lower", "fuse", "localise", "stream", "defer", "accumulate",
-                           "plan_memory", "codegen"})
+  for (const char* pass : {"decompose", "cleanup", "lower", "fuse", "localise", "stream", "defer", "plan_memory",
+                           "codegen"})
     EXPECT_TRUE(std::regex_search(r.output, std::regex(std::string(R"(\[kiln:passes\] inductor: graph s: pass )") + pass +
                                                        " \\(")))
         << pass << "\n" << r.output;
   EXPECT_TRUE(contains(r.output, "[kiln:localise] k0: ")) << r.output;
   EXPECT_TRUE(contains(r.output, "[kiln:stream] k0: stream the stores of")) << r.output;
   EXPECT_TRUE(contains(r.output, "[kiln:defer] k0: write ")) << r.output;
-  EXPECT_TRUE(contains(r.output, "[kiln:accumulate] k0: accumulate ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "[kiln:memory_plan] ")) << r.output;
   // The fusion channel is the fuse pass's alone now.
   CliResult fusion = shell("kiln run " + file("s.kir", kSoftmax) + " --backend inductor",
                            "KILN_LOGS=fusion KILN_STREAM_MIN_BYTES=1 KILN_CACHE_DIR=" + path("cache"));

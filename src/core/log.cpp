@@ -28,7 +28,6 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"localise", "inductor pass localise: which buffers become kernel-local scratch rows, and why not"},
     {"stream", "inductor pass stream (CPU): which outputs get streaming stores, and why not"},
     {"defer", "inductor pass defer (CPU): which last loops write their rows one row late, and why not"},
-    {"accumulate", "inductor pass accumulate: which reductions are accumulated in their producer's loop, and why not"},
     {"memory_plan", "inductor pass plan_memory: which buffers are freed after which step"},
 };
 

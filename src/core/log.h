@@ -22,7 +22,6 @@ enum class LogChannel : uint8_t {
   Localise,     // the inductor's schedule passes, one channel each (src/inductor/schedule_passes.h)
   Stream,
   Defer,
-  Accumulate,
   MemoryPlan,
   NumChannels
 };

@@ -324,7 +324,7 @@ bool must_compile_afresh(const CompileOptions& options) {
          log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) || log_enabled(LogChannel::Lowering) ||
          log_enabled(LogChannel::Bisect) || log_enabled(LogChannel::Graph) || log_enabled(LogChannel::Passes) ||
          log_enabled(LogChannel::Localise) || log_enabled(LogChannel::Stream) || log_enabled(LogChannel::Defer) ||
-         log_enabled(LogChannel::Accumulate) || log_enabled(LogChannel::MemoryPlan);
+         log_enabled(LogChannel::MemoryPlan);
 }
 
 // The graph-level cache key: derived from everything the compile depends on, the graph's structure and the
@@ -598,7 +598,6 @@ std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const Com
   p.fuse();        // loop nests -> kernels
   p.schedule({"localise", LogChannel::Localise, localise});
   for (const SchedulePass& pass : backend.placement_passes()) p.schedule(pass);  // the CPU: stream, defer
-  p.schedule({"accumulate", LogChannel::Accumulate, accumulate});
   p.schedule({"plan_memory", LogChannel::MemoryPlan, plan_memory});
   p.codegen(backend);  // kernels -> code, through the backend's kernel cache
   return p.finish();

@@ -1,12 +1,12 @@
 // kiln::compile: the inductor pipeline for the CPU, as one call. It reads as the pass list (compile.cpp,
 // docs/inductor.md "Pipeline"):
 //   decompose (+ cleanup: DCE, CSE, constant folding) -> lower -> fuse -> localise -> stream, defer (the CPU
-//   backend's placement passes) -> accumulate -> plan_memory -> codegen (the Backend: LLVM IR per kernel, ORC
-//   JIT through the kernel cache)
+//   backend's placement passes) -> plan_memory -> codegen (the Backend: LLVM IR per kernel, ORC JIT through
+//   the kernel cache)
 // and returns a callable that runs the host program: kernels and extern calls in order, intermediates
 // allocated at first write and returned to a pool after their last use. KILN_DEBUG_DIR receives every stage's
 // output (see docs/inductor.md); KILN_LOGS=output_code prints each kernel's LLVM IR, each pass logs its
-// decisions on its own channel (fusion, localise, stream, defer, accumulate, memory_plan), lowering the
+// decisions on its own channel (fusion, localise, stream, defer, memory_plan), lowering the
 // realise/inline/fallback decisions, cache the kernel cache's hits and misses.
 #pragma once
 #include <memory>

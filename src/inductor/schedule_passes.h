@@ -2,8 +2,7 @@
 // better schedule, and each has one entry point here and its own file. compile.cpp runs them in this order,
 // with the backend's placement passes (Backend::placement_passes, e.g. the CPU's streaming stores) after
 // localise:
-//   fuse (fuse.cpp) -> localise (localise.cpp) -> [backend placement] -> accumulate (accumulate.cpp)
-//   -> plan_memory (plan_memory.cpp)
+//   fuse (fuse.cpp) -> localise (localise.cpp) -> [backend placement] -> plan_memory (plan_memory.cpp)
 // A pass reads budgets from ctx.target, records every decision with its reason in ctx.decisions (logged on
 // its own KILN_LOGS channel), asks the bisection hook before each application, and leaves a schedule the
 // loop-IR verifier (verify_schedule.h) accepts. Disabling any application leaves a correct, slower program.
@@ -31,11 +30,6 @@ Schedule fuse(const LoweredGraph& lg, CompileContext& ctx);
 // only by later loops of its own kernel, at the outer point that wrote it, lives in a per-thread scratch row
 // within ctx.target's budget instead of a buffer in memory (channel `localise`; site inductor:localise).
 void localise(Schedule& s, const LoweredGraph& lg, CompileContext& ctx);
-
-// Accumulated reductions: a sum or product over the row the previous (pointwise) loop of its kernel has just
-// written, read only at the element being written, is accumulated inside that loop (channel `accumulate`;
-// site inductor:accumulate).
-void accumulate(Schedule& s, const LoweredGraph& lg, CompileContext& ctx);
 
 // The memory plan: each intermediate is freed after the last step that reads or writes it (kernel-local buffers
 // are never allocated); the host program reuses freed blocks of the same size (channel `memory_plan`).
