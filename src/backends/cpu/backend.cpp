@@ -91,7 +91,7 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
     const std::string text = print_kernel(k, lg, &e.args);
     std::string ir;
     try {
-      e.fn = jit.get(text, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
+      e.fn = jit.get(text, ctx.target.description, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
         emit_kernel_llvm(m, symbol, k, lg, e.args);
       }, want_ir ? &ir : nullptr);
     } catch (const Error& err) {

@@ -428,10 +428,11 @@ struct KernelJit::Lookup {
   std::string key_material, key, symbol;
   fs::path dir, file, meta_file;
 
-  Lookup(Impl& impl, const std::string& key_text, const std::string& symbol_prefix,
+  Lookup(Impl& impl, const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
          const std::function<void(llvm::Module&, const std::string&)>& b, std::string* ir)
       : im(impl), build(b), ir_out(ir) {
-    key_material = fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion);
+    KILN_ASSERT(target == im.target, "kernel JIT: asked for target '{}', but it compiles for '{}'", target, im.target);
+    key_material = fmt::format("{}\n{}\nv{}", key_text, target, kCodegenVersion);
     key = sha256_hex(key_material);
     symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
     dir = cache_directory();
@@ -542,10 +543,10 @@ struct KernelJit::Lookup {
   }
 };
 
-KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_prefix,
+KernelFn KernelJit::get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
                         const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {
   std::lock_guard lock(impl_->mutex);
-  Lookup lookup(*impl_, key_text, symbol_prefix, build, ir_out);
+  Lookup lookup(*impl_, key_text, target, symbol_prefix, build, ir_out);
   if (std::optional<KernelFn> fn = lookup.from_memory()) return *fn;
   if (std::optional<KernelFn> fn = lookup.from_disk()) return *fn;
   std::string object;

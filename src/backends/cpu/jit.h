@@ -37,10 +37,12 @@ struct JitStats {
 class KernelJit {
  public:
   static KernelJit& instance();
-  // The kernel for `key_text`: cached, or built by `build` (which fills a module in the given context with a
-  // function named `symbol`, and may throw kiln::CompileError). `ir_out` (optional) receives the LLVM IR text
-  // when the kernel is built (for KILN_LOGS=output_code and KILN_DEBUG_DIR).
-  KernelFn get(const std::string& key_text, const std::string& symbol_prefix,
+  // The kernel for `key_text` compiled for `target` (the CompileContext's Target::description, which must be
+  // this JIT's target_description()): cached, or built by `build` (which fills a module in the given context
+  // with a function named `symbol`, and may throw kiln::CompileError). The cache key is derived from the two and
+  // kCodegenVersion. `ir_out` (optional) receives the LLVM IR text when the kernel is built (for
+  // KILN_LOGS=output_code and KILN_DEBUG_DIR).
+  KernelFn get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
                const std::function<void(llvm::Module&, const std::string& symbol)>& build, std::string* ir_out);
   // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2").
   std::string target_description() const;
