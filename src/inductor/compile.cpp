@@ -12,7 +12,6 @@
 
 #include "core/bisect.h"
 #include "core/files.h"
-#include "core/hash.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
@@ -80,9 +79,10 @@ bool must_compile_afresh(const CompileOptions& options) {
 }
 
 // The graph-level cache key: derived from everything the compile depends on, the graph's structure and the
-// context (target, options, injection), never from a hand-kept list of settings.
+// context (target, options, injection), never from a hand-kept list of settings. In memory only, so the text
+// itself is the key (no digest to compute on every cache hit).
 std::string graph_cache_key(const graph::Graph& g, const CompileContext& ctx) {
-  return sha256_hex(fmt::format("{:016x}\n{}", g.structural_hash(), ctx.key_material()));
+  return fmt::format("{:016x}\n{}", g.structural_hash(), ctx.key_material());
 }
 
 // The context a compile of `g` runs its passes in: the backend's target, the options, KILN_INJECT.

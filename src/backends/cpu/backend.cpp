@@ -3,6 +3,7 @@
 #include "backends/cpu/backend.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "backends/cpu/codegen_llvm.h"
 #include "backends/cpu/host_caches.h"
@@ -61,10 +62,12 @@ class CpuKernels final : public CompiledKernels {
 
 }  // namespace
 
-Target CpuBackend::target() const {
+namespace {
+
+Target host_target() {
   const runtime::KernelJit& jit = runtime::KernelJit::instance();
   Target t;
-  t.backend = name();
+  t.backend = "cpu";
   t.description = jit.target_description();
   t.vector_bytes = t.description.find(" v512") != std::string::npos ? 64 : 32;
   t.streaming_threshold_bytes = runtime::streaming_threshold_bytes();
@@ -74,6 +77,22 @@ Target CpuBackend::target() const {
           : fmt::format("half the cache this process can count on: {}", runtime::host_caches().str());
   t.streaming_alignment = runtime::kStreamAlignment;
   return t;
+}
+
+}  // namespace
+
+// The host and KILN_STREAM_MIN_BYTES decide it: read again only when an option override changed (every compile
+// asks, graph-cache hits included).
+Target CpuBackend::target() const {
+  static std::mutex mutex;
+  static uint64_t generation = 0;  // options_generation() + 1 of `cached`; 0: not read yet
+  static Target cached;
+  std::lock_guard lock(mutex);
+  if (generation != options_generation() + 1) {
+    cached = host_target();
+    generation = options_generation() + 1;
+  }
+  return cached;
 }
 
 std::vector<SchedulePass> CpuBackend::placement_passes() const {
