@@ -177,8 +177,8 @@ class Pipeline {
     if (std::string root = opt_string(Opt::DebugDir); !root.empty())
       dump_dir_ = fs::path(root) / "inductor" / safe_file_stem(g.name);
     impl_->node_labels = user_node_labels(g, impl_->graph);
-    dump("graph.kir", graph::print_graph(g));
-    dump("context.txt", ctx_.key_material());
+    dump("graph.kir", [&] { return graph::print_graph(g); });
+    dump("context.txt", [&] { return ctx_.key_material(); });
     KILN_LOG(LogChannel::Graph, "inductor: graph {} enters the inductor:\n{}", g.name, graph::print_graph(g));
   }
 
@@ -190,7 +190,7 @@ class Pipeline {
     KILN_LOG(LogChannel::Graph, "inductor: graph {} after decomposition:\n{}", input_.name, graph::print_graph(impl_->graph));
     graph::StorageModel(impl_->graph).check(impl_->node_labels);
     timed("cleanup", "inductor/passes", [&] { return graph::run_pipeline(impl_->graph, graph::cleanup_pipeline(), "inductor"); });
-    dump("decompose.kir", graph::print_graph(impl_->graph));
+    dump("decompose.kir", [&] { return graph::print_graph(impl_->graph); });
   }
 
   // lower: graph -> loop IR (one loop nest per realised node, extern calls for the rest).
@@ -199,7 +199,7 @@ class Pipeline {
       return lower_graph(impl_->graph, graph::StorageModel(impl_->graph), ctx_, unrounded_);
     });
     KILN_LOG(LogChannel::Graph, "inductor: graph {} lowered to loop IR:\n{}", input_.name, print_nodes(impl_->lowered));
-    dump("lower.txt", print_nodes(impl_->lowered));
+    dump("lower.txt", [&] { return print_nodes(impl_->lowered); });
   }
 
   // fuse: loop nests -> kernels (schedule_passes.h); the first schedule.
@@ -263,12 +263,14 @@ class Pipeline {
   void after_schedule_pass(const char* pass, LogChannel channel) {
     KILN_LOG(channel, "graph {}: pass {} done ({} decisions so far)", input_.name, pass, ctx_.decisions.size());
     if (schedule_verifier_enabled()) verify_schedule(impl_->schedule, impl_->lowered, pass);
-    dump(fmt::format("{}.txt", pass), print_schedule(impl_->schedule, impl_->lowered));
+    dump(fmt::format("{}.txt", pass), [&] { return print_schedule(impl_->schedule, impl_->lowered); });
   }
 
   // KILN_DEBUG_DIR/inductor/<graph>/NN_<name>: numbered in pipeline order.
-  void dump(const std::string& name, const std::string& text) {
-    dump_file(dump_dir_, fmt::format("{:02}_{}", dumps_++, name), text);
+  // `text` is only computed when KILN_DEBUG_DIR is set.
+  template <class Text>
+  void dump(const std::string& name, Text&& text) {
+    if (!dump_dir_.empty()) dump_file(dump_dir_, fmt::format("{:02}_{}", dumps_++, name), text());
   }
   void dump_file(const fs::path& dir, const std::string& file, const std::string& text) const {
     if (dump_dir_.empty()) return;
