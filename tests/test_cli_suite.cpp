@@ -213,7 +213,7 @@ TEST_F(CliTest, BisectSiteRegistryMatchesTheSources) {
       for (auto it = std::sregex_iterator(text.begin(), text.end(), pass); it != std::sregex_iterator(); ++it)
         sites.insert("passes:" + (*it)[1].str());
   }
-  EXPECT_GE(sites.size(), 12u);
+  EXPECT_GE(sites.size(), 11u);  // the regex finds the sites (11 since the accumulate pass went)
   for (const std::string& site : sites) {
     const std::string stage = site.substr(0, site.find(':')), subsystem = site.substr(site.find(':') + 1);
     EXPECT_TRUE(std::regex_search(listed, std::regex("- `" + stage + "`: [^\n]*`" + subsystem + "`"))) << site;

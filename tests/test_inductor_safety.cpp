@@ -244,7 +244,7 @@ void require_storage_model_agrees(const graph::Graph& g, const std::vector<Tenso
   } catch (const Error&) {
     return;
   }
-  const graph::Graph d = inductor::decompose_composites(g, inductor::InjectSpec{});
+  const graph::Graph d = inductor::decompose_composites(g, inductor::CompileContext{});
   const graph::StorageModel model(d);
   for (size_t k = 0; k < outs.size(); ++k) {
     const graph::ValueId owner = model.owner(d.outputs()[k]);

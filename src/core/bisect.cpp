@@ -47,7 +47,7 @@ constexpr std::pair<std::string_view, std::string_view> kSites[] = {
     {"passes", "constant_folding"}, {"passes", "cse"},       {"passes", "dce"},
     {"inductor", "decomposition"},  {"inductor", "lowering"}, {"inductor", "inline"},
     {"inductor", "nan_insensitive_max"}, {"inductor", "fusion"}, {"inductor", "localise"},
-    {"inductor", "stream"},         {"inductor", "defer"},    {"inductor", "accumulate"},
+    {"inductor", "stream"},         {"inductor", "defer"},
 };
 
 bool is_site(std::string_view stage, std::string_view subsystem) {

@@ -20,11 +20,15 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline"},
     {"passes", "which pass ran and whether it changed the graph"},
     {"output_code", "generated code"},
-    {"fusion", "fusion decisions, and why a fusion was refused"},
+    {"fusion", "inductor pass fuse: fusion decisions, and why a fusion was refused"},
     {"bisect", "every decision of the bisection hook should_run()"},
     {"interpreter", "each node the reference interpreter runs"},
     {"cache", "kernel cache hits, misses and evictions"},
     {"lowering", "inductor lowering decisions: realise or inline, fallbacks to eager kernels, and why"},
+    {"localise", "inductor pass localise: which buffers become kernel-local scratch rows, and why not"},
+    {"stream", "inductor pass stream (CPU): which outputs get streaming stores, and why not"},
+    {"defer", "inductor pass defer (CPU): which last loops write their rows one row late, and why not"},
+    {"memory_plan", "inductor pass plan_memory: which buffers are freed after which step"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

@@ -19,6 +19,10 @@ enum class LogChannel : uint8_t {
   Interpreter,  // each node the reference interpreter runs
   Cache,        // kernel cache hits, misses and evictions
   Lowering,     // inductor lowering decisions (realise or inline, fallbacks) and their reasons
+  Localise,     // the inductor's schedule passes, one channel each (src/inductor/schedule_passes.h)
+  Stream,
+  Defer,
+  MemoryPlan,
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);

@@ -104,7 +104,8 @@ const std::vector<OptionSpec> kTable = {
      "(non-temporal) stores. 0 = half the cache this process can count on (docs/inductor.md, Streaming stores).",
      ReproSettable::Yes},
     {Opt::Verify, "KILN_VERIFY", OptType::Bool, "auto", "",
-     "Run the graph verifier between passes. `auto` = on in builds without NDEBUG.", ReproSettable::Yes},
+     "Run the graph verifier and the inductor's loop-IR verifier between passes. `auto` = on in builds without "
+     "NDEBUG.", ReproSettable::Yes},
     {Opt::Seed, "KILN_SEED", OptType::Int, "0", "",
      "Seed of the random generator used by tools: generated inputs of `kiln run` and the generator state "
      "random ops start from.",

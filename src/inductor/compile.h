@@ -1,30 +1,22 @@
-// kiln::compile: the inductor pipeline for the CPU, as one call. It reads as the stage list:
-//   decompose composites -> cleanup passes (DCE, CSE, constant folding) -> lower to loop IR -> schedule
-//   (fusion, memory plan) -> LLVM IR per kernel -> ORC JIT (through the kernel cache)
+// kiln::compile: the inductor pipeline for the CPU, as one call. It reads as the pass list (compile.cpp,
+// docs/inductor.md "Pipeline"):
+//   decompose (+ cleanup: DCE, CSE, constant folding) -> lower -> fuse -> localise -> stream, defer (the CPU
+//   backend's placement passes) -> plan_memory -> codegen (the Backend: LLVM IR per kernel, ORC JIT through
+//   the kernel cache)
 // and returns a callable that runs the host program: kernels and extern calls in order, intermediates
 // allocated at first write and returned to a pool after their last use. KILN_DEBUG_DIR receives every stage's
-// output (see docs/inductor.md); KILN_LOGS=output_code prints each kernel's LLVM IR, fusion the fusion
-// decisions, lowering the realise/inline/fallback decisions, cache the kernel cache's hits and misses.
+// output (see docs/inductor.md); KILN_LOGS=output_code prints each kernel's LLVM IR, each pass logs its
+// decisions on its own channel (fusion, localise, stream, defer, memory_plan), lowering the
+// realise/inline/fallback decisions, cache the kernel cache's hits and misses.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "inductor/compile_options.h"
 
 namespace kiln {
-
-struct CompileOptions {
-  // For the repro hook (below): the stage this compile serves (KILN_REPRO_AFTER's `backend`: the graph as
-  // handed to a backend; AOT will pass `aot`) and the backend name recorded in a repro.
-  std::string repro_stage = "backend";
-  std::string backend = "inductor";
-  bool fuse = true;  // false: one kernel per node (for tests and ablation)
-  // Return the already compiled program for a structurally equal graph compiled with the same options
-  // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are
-  // on, since those must see every compilation happen.
-  bool use_graph_cache = true;
-};
 
 struct CompileStats {
   int kernels = 0;          // fused kernels in the host program

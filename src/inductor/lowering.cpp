@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "ops/common.h"
-#include "backends/cpu/jit.h"
+#include "inductor/kernel_status.h"
 #include "inductor/lowering_exprs.h"
 #include "inductor/lowering_table.h"
 
@@ -190,7 +190,8 @@ bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const 
 
 }  // namespace
 
-Graph decompose_composites(const Graph& g, const InjectSpec& inject, std::vector<bool>* unrounded) {
+Graph decompose_composites(const Graph& g, const CompileContext& ctx, std::vector<bool>* unrounded) {
+  const InjectSpec& inject = ctx.inject;
   Graph cur = g;
   std::vector<bool> flags;
   for (int round = 0; round < 8; ++round) {
@@ -513,7 +514,7 @@ SExpr inject_bug(const std::string& kind, int entry, OpId op, SExpr r, const SEx
     return s_binary(SOp::Add, base, s_const(1, base->dtype));
   }
   if (kind == "compile_error") return s_wrap(SOp::Invalid, r);
-  if (kind == "runtime_error") return s_fail(r, runtime::kStatusInjectedBase + entry);
+  if (kind == "runtime_error") return s_fail(r, kStatusInjectedBase + entry);
   if (kind == "crash") return s_wrap(SOp::Trap, r);
   return r;
 }
@@ -781,9 +782,9 @@ Decision Lowerer::lower_data(const Node& n, const OpCall& mc, const LoweringRow&
 
 }  // namespace
 
-LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const Graph& g, const graph::StorageModel& storage, const CompileContext& ctx,
                          const std::vector<bool>& unrounded) {
-  return Lowerer(g, storage, inject, unrounded).run();
+  return Lowerer(g, storage, ctx.inject, unrounded).run();
 }
 
 }  // namespace kiln::inductor

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "inductor/inject.h"
+#include "inductor/context.h"
 #include "inductor/ir.h"
 #include "graph/storage_model.h"
 
@@ -27,12 +27,12 @@ struct LoweredGraph {
 // and later runs as an extern call.
 // `unrounded` (optional) receives, by value id, which values are internal to an op that eager runs as one
 // kernel (no f16/bf16 rounding there).
-graph::Graph decompose_composites(const graph::Graph& g, const InjectSpec& inject,
+graph::Graph decompose_composites(const graph::Graph& g, const CompileContext& ctx,
                                   std::vector<bool>* unrounded = nullptr);
 
 // Lowers a graph without Composite nodes (the result of decompose_composites); `unrounded` as returned there.
 // `storage` (of `g`) places as_strided views and in-place writes where eager has them.
-LoweredGraph lower_graph(const graph::Graph& g, const graph::StorageModel& storage, const InjectSpec& inject,
+LoweredGraph lower_graph(const graph::Graph& g, const graph::StorageModel& storage, const CompileContext& ctx,
                          const std::vector<bool>& unrounded = {});
 
 }  // namespace kiln::inductor

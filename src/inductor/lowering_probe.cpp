@@ -109,7 +109,7 @@ OpLowering probe_lowering(const OpInfo& op) {
   std::optional<graph::Graph> g = one_node_graph(op, &why);
   if (!g) return {OpLowering::Kind::Unknown, "no probe call passes shape inference (" + why + ")"};
   try {
-    const InjectSpec none;
+    const CompileContext none;  // no injection, the default target
     graph::Graph decomposed = decompose_composites(*g, none);
     bool kept = false;  // the op's node survived decomposition
     for (const graph::Node& n : decomposed.nodes()) kept |= n.kind == graph::NodeKind::Op && n.op == op.id;

@@ -1,15 +1,8 @@
-// The scheduler (TorchInductor's scheduler.py): groups the lowered nodes into kernels and plans memory.
-// A kernel is an outer loop nest shared by a sequence of loops, each computing one node for the current outer
-// point: a pointwise loop over the node's remaining dims, or a reduction loop over its reduced dims. A node
-// joins the kernel being built when its iteration space starts with the kernel's outer dims and everything it
-// reads from that kernel was written for the same outer point (vertical fusion: a reduction's result is then
-// read from a register; horizontal fusion: independent nodes over the same space share the outer loop).
-// Every refusal records why (KILN_LOGS=fusion). Then four placement passes, each decision logged with its
-// reason: intermediates used only inside their kernel become kernel-local scratch rows, large outputs the
-// kernel does not read back get streaming stores, and a streamed last loop over rows may be written one row
-// late inside an earlier loop of the next row (deferred row writes); and a reduction over the row a pointwise
-// loop just wrote is accumulated inside that loop. Memory planning frees each intermediate after its last use and
-// reuses freed blocks of the same size.
+// The schedule: what the inductor's schedule passes (schedule_passes.h) build from the lowered graph, and what
+// a backend compiles. A kernel is an outer loop nest shared by a sequence of loops, each computing one node for
+// the current outer point: a pointwise loop over the node's remaining dims, or a reduction loop over its
+// reduced dims. The steps run kernels and extern calls in order and free intermediates after their last use.
+// Printers for the loop IR (the kernel cache key, KILN_DEBUG_DIR dumps) are here too (schedule_print.cpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -23,11 +16,12 @@ struct KernelLoop {
   std::vector<Index> idx, ridx;   // the node's index variables (idx starts with the kernel's outer variables)
   SExpr value;                    // the body at (idx, ridx)
   // Pointwise: the buffer is written with streaming (non-temporal) stores that bypass the caches: it is at least
-  // the streaming threshold (runtime/host_caches.h), the loop is not compute-bound and this kernel does not read
-  // it back (choose_streaming_stores).
+  // the target's streaming threshold, the loop is not compute-bound and this kernel does not read it back (the
+  // CPU's stream pass, backends/cpu/stream.cpp).
   bool stream = false;
   // Reduction: accumulated inside this earlier pointwise loop of the kernel, element by element as that loop
-  // writes the row it reduces (-1: runs as its own loop; choose_accumulated_reductions).
+  // writes the row it reduces. Always -1 (its own loop): the accumulate pass that set it was removed, no benchmark
+  // justified it (docs/benchmarks.md, "Pass ablation"); codegen_llvm.cpp still reads it until its support goes.
   int accumulated_in = -1;
 };
 
@@ -41,10 +35,10 @@ struct Kernel {
   int parallel_dim = -1;          // -1: the kernel runs on one thread
   int64_t parallel_extent = 1;
   // Intermediates written and read only by this kernel, each read at the outer point that wrote it: they live
-  // in a per-thread scratch row (stack memory, in cache) instead of a buffer in memory (localise_buffers).
+  // in a per-thread scratch row (stack memory, in cache) instead of a buffer in memory (the localise pass).
   std::vector<int> local_buffers;
   // The loop that also writes the last loop's row of the previous outer point (-1: none): the last loop runs one
-  // row late, inside this one, so its streaming stores drain while this loop computes (choose_deferred_stores).
+  // row late, inside this one, so its streaming stores drain while this loop computes (the CPU's defer pass).
   int deferred_host = -1;
   // Kernel-local buffers the deferred last loop reads: they hold two rows, by the parity of the row variable.
   std::vector<int> two_row_buffers;
@@ -59,10 +53,7 @@ struct Step {
 struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
-  std::vector<std::string> decisions;  // fusion decisions and refusals with their reasons
 };
-
-Schedule schedule_graph(const LoweredGraph& lg, bool fuse, const InjectSpec& inject);
 
 // The loop IR of a kernel as text, with variables and buffers renamed by order of appearance (so equal
 // kernels print equally in any graph): the kernel cache key, and what KILN_DEBUG_DIR receives. `args` gets

@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <variant>
 
@@ -214,6 +215,23 @@ int mark_streaming_stores(llvm::Module& m) {
       }
   return marked;
 }
+
+// The passes every kernel's module goes through after LLVM's O2 pipeline, in order: the one place that says
+// what kiln does to a kernel beyond LLVM's own pipeline. Each returns how many sites it changed (logged on
+// `cache` with its description when non-zero).
+struct KernelPostPass {
+  const char* name;
+  int (*run)(llvm::Module& m);
+  const char* changed;  // what a changed site is, for the log
+};
+constexpr KernelPostPass kKernelPostPasses[] = {
+    // kiln_expf's vector variants inlined where the vectoriser called them (vector_math.h).
+    {"inline_vector_math", [](llvm::Module& m) { return inline_vector_math(m), 0; }, "inlined vector exps"},
+    // NaN-insensitive maxima (softmax's stabilising max) as one max instruction (vector_math.h).
+    {"lower_max_skipping_nan", lower_max_skipping_nan, "NaN-skipping vector max instructions"},
+    // Stores of streamed buffers made non-temporal where their alignment is proven (above).
+    {"mark_streaming_stores", mark_streaming_stores, "streaming (non-temporal) vector stores"},
+};
 
 }  // namespace
 
@@ -402,100 +420,138 @@ void KernelJit::forget_memory_cache() {
   impl_->memory.clear();
 }
 
-KernelFn KernelJit::get(const std::string& key_text, const std::string& symbol_prefix,
-                        const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {
-  Impl& im = *impl_;
-  std::lock_guard lock(im.mutex);
-  const std::string key_material = fmt::format("{}\n{}\nv{}", key_text, im.target, kCodegenVersion);
-  const std::string key = sha256_hex(key_material);
-  const std::string symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
-  // A cache hit still shows its LLVM IR when asked (KILN_LOGS=output_code, KILN_DEBUG_DIR): rebuilt, not compiled.
-  auto print_ir = [&](llvm::Module& m) {
+// One lookup of KernelJit::get: the kernel's key, and its steps in order (memory, disk, build, store).
+struct KernelJit::Lookup {
+  Impl& im;
+  const std::function<void(llvm::Module&, const std::string&)>& build;
+  std::string* ir_out;
+  std::string key_material, key, symbol;
+  fs::path dir, file, meta_file;
+
+  Lookup(Impl& impl, const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
+         const std::function<void(llvm::Module&, const std::string&)>& b, std::string* ir)
+      : im(impl), build(b), ir_out(ir) {
+    KILN_ASSERT(target == im.target, "kernel JIT: asked for target '{}', but it compiles for '{}'", target, im.target);
+    key_material = fmt::format("{}\n{}\nv{}", key_text, target, kCodegenVersion);
+    key = sha256_hex(key_material);
+    symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
+    dir = cache_directory();
+    file = dir / (key + ".o");
+    meta_file = dir / (key + ".meta");
+  }
+
+  std::unique_ptr<llvm::Module> fresh_module(llvm::LLVMContext& ctx) const {
+    auto m = std::make_unique<llvm::Module>(symbol, ctx);
+    m->setDataLayout(im.tm->createDataLayout());
+    m->setTargetTriple(im.tm->getTargetTriple().str());
+    return m;
+  }
+  void print_ir(const llvm::Module& m) const {
     ir_out->clear();
     llvm::raw_string_ostream os(*ir_out);
     m.print(os, nullptr);
-  };
-  auto show_cached_ir = [&] {
+  }
+  // A cache hit still shows its LLVM IR when asked (KILN_LOGS=output_code, KILN_DEBUG_DIR): rebuilt, not compiled.
+  void show_cached_ir() const {
     if (!ir_out) return;
     llvm::LLVMContext ctx;
-    llvm::Module m(symbol, ctx);
-    m.setDataLayout(im.tm->createDataLayout());
-    m.setTargetTriple(im.tm->getTargetTriple().str());
-    build(m, symbol);
-    print_ir(m);
-  };
-  if (auto it = im.memory.find(key); it != im.memory.end()) {
+    auto m = fresh_module(ctx);
+    build(*m, symbol);
+    print_ir(*m);
+  }
+
+  std::optional<KernelFn> from_memory() {
+    auto it = im.memory.find(key);
+    if (it == im.memory.end()) return std::nullopt;
     ++im.stats.memory_hits;
     show_cached_ir();
     return it->second;
   }
-  const fs::path dir = cache_directory();
-  const fs::path file = dir / (key + ".o"), meta_file = dir / (key + ".meta");
-  std::error_code ec;
-  if (fs::exists(meta_file, ec) || fs::exists(file, ec)) {
+
+  // A verified disk entry, linked; a bad one is discarded (and nullopt returned, so the kernel is rebuilt).
+  std::optional<KernelFn> from_disk() {
+    std::error_code ec;
+    if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) return std::nullopt;
     auto entry = read_entry(file, meta_file, key_material);
-    if (entry.index() == 0) {
-      try {
-        KernelFn fn = im.load(std::get<0>(entry), symbol);
-        fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
-        KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
-        ++im.stats.disk_hits;
-        im.memory[key] = fn;
-        show_cached_ir();
-        return fn;
-      } catch (const CompileError& e) {
-        discard_entry(file, meta_file, fmt::format("linking it failed: {}", e.what()));
-      }
-    } else {
+    if (entry.index() != 0) {
       discard_entry(file, meta_file, std::get<1>(entry));
+      return std::nullopt;
+    }
+    try {
+      KernelFn fn = im.load(std::get<0>(entry), symbol);
+      fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
+      KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
+      ++im.stats.disk_hits;
+      im.memory[key] = fn;
+      show_cached_ir();
+      return fn;
+    } catch (const CompileError& e) {
+      discard_entry(file, meta_file, fmt::format("linking it failed: {}", e.what()));
+      return std::nullopt;
     }
   }
-  auto t0 = std::chrono::steady_clock::now();
-  llvm::LLVMContext ctx;
-  auto module = std::make_unique<llvm::Module>(symbol, ctx);
-  module->setDataLayout(im.tm->createDataLayout());
-  module->setTargetTriple(im.tm->getTargetTriple().str());
-  build(*module, symbol);
-  std::string verify_errors;
-  llvm::raw_string_ostream vos(verify_errors);
-  if (llvm::verifyModule(*module, &vos)) {
-    vos.flush();
-    // The first line names the problem; the rest (block labels, the kernel's hashed name) varies between
-    // otherwise equal failures, so it is left out (the minifier compares messages modulo names and numbers).
-    std::string first = verify_errors.substr(0, verify_errors.find('\n'));
-    throw CompileError(fmt::format("LLVM IR verification failed: {}", first));
+
+  // Builds the kernel's module, verifies it, runs the O2 pipeline and the post-passes, emits its object (into
+  // `object`) and links it.
+  KernelFn compile_and_link(std::string& object) {
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    llvm::LLVMContext ctx;
+    auto module = fresh_module(ctx);
+    build(*module, symbol);
+    std::string verify_errors;
+    llvm::raw_string_ostream vos(verify_errors);
+    if (llvm::verifyModule(*module, &vos)) {
+      vos.flush();
+      // The first line names the problem; the rest (block labels, the kernel's hashed name) varies between
+      // otherwise equal failures, so it is left out (the minifier compares messages modulo names and numbers).
+      throw CompileError(fmt::format("LLVM IR verification failed: {}", verify_errors.substr(0, verify_errors.find('\n'))));
+    }
+    if (ir_out) print_ir(*module);
+    const auto t1 = Clock::now();
+    im.optimize(*module);
+    for (const KernelPostPass& pass : kKernelPostPasses) {
+      const int changed = pass.run(*module);
+      if (changed) KILN_LOG(LogChannel::Cache, "{}: {}: {} {}", symbol, pass.name, changed, pass.changed);
+      if (pass.run == mark_streaming_stores) im.stats.streaming_stores += changed;
+    }
+    const auto t2 = Clock::now();
+    object = im.emit_object(*module);
+    const auto t3 = Clock::now();
+    KernelFn fn = im.load(object, symbol);
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    KILN_LOG(LogChannel::Cache, "built {}: IR {:.1f} ms, optimise {:.1f} ms, code generation {:.1f} ms, link {:.1f} ms",
+             symbol, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, Clock::now()));
+    im.stats.compile_ms += ms(t0, Clock::now());
+    ++im.stats.compiles;
+    im.memory[key] = fn;
+    return fn;
   }
-  if (ir_out) print_ir(*module);
-  auto t1 = std::chrono::steady_clock::now();
-  im.optimize(*module);
-  inline_vector_math(*module);
-  if (int replaced = lower_max_skipping_nan(*module))
-    KILN_LOG(LogChannel::Cache, "{}: {} NaN-skipping vector max instructions", symbol, replaced);
-  if (int streamed = mark_streaming_stores(*module)) {
-    im.stats.streaming_stores += streamed;
-    KILN_LOG(LogChannel::Cache, "{}: {} streaming (non-temporal) vector stores", symbol, streamed);
-  }
-  auto t2 = std::chrono::steady_clock::now();
-  std::string object = im.emit_object(*module);
-  auto t3 = std::chrono::steady_clock::now();
-  KernelFn fn = im.load(object, symbol);
-  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  KILN_LOG(LogChannel::Cache, "built {}: IR {:.1f} ms, optimise {:.1f} ms, code generation {:.1f} ms, link {:.1f} ms",
-           symbol, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, std::chrono::steady_clock::now()));
-  im.stats.compile_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  ++im.stats.compiles;
-  im.memory[key] = fn;
+
   // The disk cache: best effort (an unwritable directory only costs the next process a compile). The object
   // first, then the .meta that makes it an entry; each written atomically (files.h).
-  try {
-    create_output_directory(dir.string());
-    write_file_atomic(file.string(), object);
-    write_file_atomic(meta_file.string(), entry_meta(key_material, object));
-    KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
-    evict(dir);
-  } catch (const Error& e) {
-    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", symbol, e.what());
+  void store(const std::string& object) const {
+    try {
+      create_output_directory(dir.string());
+      write_file_atomic(file.string(), object);
+      write_file_atomic(meta_file.string(), entry_meta(key_material, object));
+      KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
+      evict(dir);
+    } catch (const Error& e) {
+      KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", symbol, e.what());
+    }
   }
+};
+
+KernelFn KernelJit::get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
+                        const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {
+  std::lock_guard lock(impl_->mutex);
+  Lookup lookup(*impl_, key_text, target, symbol_prefix, build, ir_out);
+  if (std::optional<KernelFn> fn = lookup.from_memory()) return *fn;
+  if (std::optional<KernelFn> fn = lookup.from_disk()) return *fn;
+  std::string object;
+  const KernelFn fn = lookup.compile_and_link(object);
+  lookup.store(object);
   return fn;
 }
 

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "inductor/kernel_status.h"
+
 namespace llvm {
 class Module;
 class LLVMContext;
@@ -35,10 +37,12 @@ struct JitStats {
 class KernelJit {
  public:
   static KernelJit& instance();
-  // The kernel for `key_text`: cached, or built by `build` (which fills a module in the given context with a
-  // function named `symbol`, and may throw kiln::CompileError). `ir_out` (optional) receives the LLVM IR text
-  // when the kernel is built (for KILN_LOGS=output_code and KILN_DEBUG_DIR).
-  KernelFn get(const std::string& key_text, const std::string& symbol_prefix,
+  // The kernel for `key_text` compiled for `target` (the CompileContext's Target::description, which must be
+  // this JIT's target_description()): cached, or built by `build` (which fills a module in the given context
+  // with a function named `symbol`, and may throw kiln::CompileError). The cache key is derived from the two and
+  // kCodegenVersion. `ir_out` (optional) receives the LLVM IR text when the kernel is built (for
+  // KILN_LOGS=output_code and KILN_DEBUG_DIR).
+  KernelFn get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
                const std::function<void(llvm::Module&, const std::string& symbol)>& build, std::string* ir_out);
   // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2").
   std::string target_description() const;
@@ -57,6 +61,7 @@ class KernelJit {
   KernelJit();
   ~KernelJit();
   struct Impl;
+  struct Lookup;
   std::unique_ptr<Impl> impl_;
 };
 
@@ -66,8 +71,9 @@ class KernelJit {
 inline constexpr const char* kStreamMetadata = "kiln.stream";
 inline constexpr int64_t kStreamAlignment = 64;
 
-// The status word kernels report errors through (one per run; 0 = ok).
-// Codes from kStatusInjectedBase up name the KILN_INJECT entry whose runtime_error fired (base + its index).
-enum KernelStatus : int32_t { kStatusOk = 0, kStatusZeroDivision = 2, kStatusInjectedBase = 16 };
+// The status word kernels report errors through: the backend-neutral codes of inductor/kernel_status.h.
+using inductor::kStatusInjectedBase;
+using inductor::kStatusOk;
+using inductor::kStatusZeroDivision;
 
 }  // namespace kiln::runtime

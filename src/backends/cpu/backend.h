@@ -1,0 +1,19 @@
+// The CPU backend (inductor/backend.h): LLVM IR per kernel (codegen_llvm.h), compiled by the ORC JIT through the
+// kernel cache (jit.h), run across threads with OpenMP; its Target comes from the host (the JIT's target
+// machine, host_caches.h); its placement passes are the streaming stores and deferred row writes
+// (placement.h).
+#pragma once
+#include "inductor/backend.h"
+
+namespace kiln::cpu {
+
+class CpuBackend final : public inductor::Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  inductor::Target target() const override;
+  std::vector<inductor::SchedulePass> placement_passes() const override;
+  std::unique_ptr<inductor::CompiledKernels> compile(const inductor::Schedule& s, const inductor::LoweredGraph& lg,
+                                                     inductor::CompileContext& ctx) const override;
+};
+
+}  // namespace kiln::cpu

@@ -1,0 +1,20 @@
+// The options of one kiln::compile call (compile.h), in a header of their own so the inductor's passes can
+// see them through CompileContext (context.h) without the public compile API.
+#pragma once
+#include <string>
+
+namespace kiln {
+
+struct CompileOptions {
+  // For the repro hook (compile.h): the stage this compile serves (KILN_REPRO_AFTER's `backend`: the graph as
+  // handed to a backend; AOT will pass `aot`) and the backend name recorded in a repro.
+  std::string repro_stage = "backend";
+  std::string backend = "inductor";
+  bool fuse = true;  // false: one kernel per node (for tests and ablation)
+  // Return the already compiled program for a structurally equal graph compiled with the same options
+  // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are
+  // on, since those must see every compilation happen.
+  bool use_graph_cache = true;
+};
+
+}  // namespace kiln

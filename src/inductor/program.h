@@ -1,0 +1,53 @@
+// CompiledGraph::Impl: what kiln::compile (compile.cpp) hands to the host program (program.cpp): the decomposed
+// graph, the loop IR and schedule, the backend's compiled kernels, and the steps of one run. Private to the
+// inductor.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inductor/backend.h"
+#include "inductor/compile.h"
+
+namespace kiln {
+
+struct CompiledGraph::Impl {
+  graph::Graph graph;  // the decomposed graph extern calls refer to
+  inductor::LoweredGraph lowered;
+  inductor::Schedule schedule;
+  std::unique_ptr<inductor::CompiledKernels> kernels;  // the backend's code for Schedule::kernels
+  std::vector<std::vector<Tensor>> extern_constants;  // per lowered node: constant tensor args by slot
+  CompileStats stats;
+  std::string loop_ir;
+  std::vector<std::string> decisions;
+  inductor::InjectSpec inject;  // what was injected when compiling (names the op of a reported runtime error)
+  // How errors name a node of `graph`: as the interpreter names the node of the user's graph it comes from (a
+  // node a decomposition made comes from the composite node at its line), else by its own label.
+  std::function<std::string(const graph::Node&)> node_labels;
+
+  // Set while the repro hook watches this program (compile() with KILN_REPRO_AFTER on): the graph as handed
+  // to compile, for the repros of runtime errors and accuracy failures.
+  struct Watch {
+    CompileHook* hook = nullptr;
+    graph::Graph source;
+    std::string backend;
+    mutable std::atomic<bool> ran_once{false};
+  };
+  std::unique_ptr<Watch> watch;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> run_watched(const std::vector<Tensor>& inputs) const;
+
+  // The steps of run(), in order.
+  struct RunState;
+  void bind_inputs(RunState& rs, const std::vector<Tensor>& inputs) const;
+  void run_kernel(RunState& rs, int kernel) const;
+  void run_extern(RunState& rs, int node) const;
+  std::vector<IValue> extern_args(const RunState& rs, int node) const;
+  void free_after(RunState& rs, const inductor::Step& st) const;
+  std::vector<Tensor> collect_outputs(const RunState& rs) const;
+};
+
+}  // namespace kiln
