@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "core/files.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/text.h"

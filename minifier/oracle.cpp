@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
 

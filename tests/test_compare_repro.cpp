@@ -15,7 +15,7 @@
 #include "repro/repro.h"
 #include "repro/reproduce.h"
 #include "oracle_testing.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 
