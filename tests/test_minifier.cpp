@@ -2,7 +2,7 @@
 // written repro reproduces; crashes in candidates are verdicts; compile_error candidates are compiled, not
 // run; a different bug is never minified; an interrupted run resumes to the same result; the result always
 // fails; recorded values spill to disk.
-// The backend under test is one constant (kBackend): "inject_test" until the inductor lands, then "inductor".
+// The backend under test is one constant (kBackend): the inductor, whose injected bugs live in its lowering.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <rapidcheck.h>
