@@ -6,11 +6,10 @@
 #include <filesystem>
 
 #include "core/options.h"
-#include "graph/compare.h"
 #include "graph/inputs.h"
-#include "graph/interpreter.h"
 #include "inductor/compile.h"
 #include "minifier/minifier.h"
+#include "repro/oracle.h"
 #include "ops/api.h"
 
 namespace kiln {
@@ -158,18 +157,13 @@ FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::
                                               const std::vector<Tensor>& outputs, const std::string& backend) {
   if (!hook_on() || level() < 4) return {};
   try {
-    graph::InterpretOptions o;
-    o.fp64 = true;
-    std::vector<Tensor> copies;
-    for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
-    std::vector<Tensor> reference = graph::run_graph(g, copies, o);
-    std::vector<Tensor> expected;
-    for (size_t i = 0; i < outputs.size() && i < reference.size(); ++i) expected.push_back(to(reference[i], outputs[i].dtype()));
-    CompareOptions co;
-    co.ignore_non_float = true;
-    CompareVerdict v = compare_outputs(expected, outputs, reference, co);
-    if (v.ok) return {};
-    FailureSignature f{FailureKind::Accuracy, v.str()};
+    // The failure layer's judgement (repro/oracle.h), in this process: the run already happened.
+    OracleOptions o;
+    o.backend = backend;
+    o.strict_accuracy = false;  // --accuracy's rule: non-float outputs are not compared
+    const FailureOracle oracle(o);
+    FailureSignature f = oracle.compare(outputs, oracle.reference(g, inputs));
+    if (!f.failed()) return {};
     write_and_maybe_minify(g, inputs, f, backend, true);
     return f;
   } catch (const std::exception& e) {
