@@ -18,6 +18,7 @@
 #include "graph/text.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
+#include "repro/oracle.h"
 #include "repro/reproduce.h"
 
 namespace kiln::gate {
@@ -32,6 +33,11 @@ Measurement failure(std::string status, std::string message) {
   m.status = std::move(status);
   m.message = std::move(message);
   return m;
+}
+
+// A failed entry's status is its failure kind's name (invalid: the entry cannot be checked).
+Measurement failure(FailureKind kind, std::string message) {
+  return failure(std::string(failure_kind_name(kind)), std::move(message));
 }
 
 // A call-time sample repeats the call until it lasts this long: single calls of small graphs take microseconds,
@@ -71,8 +77,8 @@ std::variant<double, Measurement> cold_compile_ms(const BackendCompileFn& compil
     compile(g);
     return fmt::format("{}", process_cpu_ms() - t0);
   }, timeout_s);
-  if (r.kind == IsolatedResult::Kind::Ok) return std::stod(r.payload);
-  return failure(r.kind == IsolatedResult::Kind::Hang ? "hang" : "compile_error",
+  if (r.kind == FailureKind::None) return std::stod(r.payload);
+  return failure(r.kind == FailureKind::Hang ? FailureKind::Hang : FailureKind::CompileError,
                  "a cold compile failed after the checked run passed: " + r.payload);
 }
 
@@ -122,14 +128,18 @@ Measurement measure_graph(const Entry& e, const RunConfig& c) {
     graph::verify_graph(g, e.path);
     inputs = e.inputs_dir.empty() ? graph::seeded_inputs(g, e.seed) : graph::load_inputs(g, e.inputs_dir);
   } catch (const Error& err) {
-    return failure("invalid", err.what());
+    return failure(FailureKind::Invalid, err.what());
   }
   manual_seed(e.seed);
   FailureSignature f;
   try {
-    f = classify_run(g, inputs, c.backend, e.tolerance.value_or(c.tolerance), e.timeout_s.value_or(c.timeout_s));
+    OracleOptions o;
+    o.backend = c.backend;
+    o.tolerance = e.tolerance.value_or(c.tolerance);
+    o.timeout_s = e.timeout_s.value_or(c.timeout_s);
+    f = FailureOracle(o).classify(g, inputs);
   } catch (const Error& err) {  // the fp64 reference fails: the graph cannot show a backend bug
-    return failure("invalid", err.what());
+    return failure(FailureKind::Invalid, err.what());
   }
   if (f.failed()) return failure(f.kind, f.message);
   time_graph(g, inputs, e.seed, c, m);
@@ -141,13 +151,13 @@ Measurement measure_repro(const Entry& e, const RunConfig& c) {
   try {
     r = load_repro(e.path);
   } catch (const Error& err) {
-    return failure("invalid", err.what());
+    return failure(FailureKind::Invalid, err.what());
   }
   ReproOutcome o;
   try {
     o = reproduce(r, e.path, e.timeout_s.value_or(c.timeout_s));
   } catch (const Error& err) {
-    return failure("invalid", err.what());
+    return failure(FailureKind::Invalid, err.what());
   }
   if (!o.observed.failed()) return {};
   std::string how = o.reproduces ? "the recorded failure reproduces" : "it fails differently than recorded";
@@ -156,15 +166,15 @@ Measurement measure_repro(const Entry& e, const RunConfig& c) {
 
 Measurement from_isolated(const IsolatedResult& r, double timeout_s) {
   switch (r.kind) {
-    case IsolatedResult::Kind::Crash: return failure("crash", "the entry crashed: " + r.payload);
-    case IsolatedResult::Kind::Hang: return failure("hang", fmt::format("no result within {} s", timeout_s));
-    case IsolatedResult::Kind::Error: return failure("runtime_error", r.payload);
-    case IsolatedResult::Kind::Ok: break;
+    case FailureKind::Crash: return failure(FailureKind::Crash, "the entry crashed: " + r.payload);
+    case FailureKind::Hang: return failure(FailureKind::Hang, fmt::format("no result within {} s", timeout_s));
+    case FailureKind::None: break;
+    default: return failure(FailureKind::RuntimeError, r.payload);
   }
   try {
     return measurement_from_json(json::parse(r.payload), "child result");
   } catch (const std::exception& e) {
-    return failure("crash", fmt::format("the entry's child sent an unreadable result ({})", e.what()));
+    return failure(FailureKind::Crash, fmt::format("the entry's child sent an unreadable result ({})", e.what()));
   }
 }
 

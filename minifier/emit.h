@@ -1,7 +1,7 @@
 // Emitters for a minified repro (kiln minify --emit):
 //   cpp    a standalone C++ program against libkiln: the graph (embedded .kir text, parsed at start-up), its
 //          inputs loaded from the repro's .npy directory, run on the backend in a forked child with the fp64
-//          reference beside it (classify_run); prints what happened, exits 1 while it fails.
+//          reference beside it (FailureOracle::classify, repro/oracle.h); prints what happened, exits 1 while it fails.
 //   torch  a PyTorch script of the same graph and inputs: every node is one torch.ops.aten call (kiln's op
 //          table uses ATen's names and schemas), so a user can check whether PyTorch's own compiler has the
 //          bug: it runs the module eagerly and under torch.compile and compares them.

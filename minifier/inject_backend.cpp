@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "api/backends.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "core/files.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -116,7 +116,7 @@ void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, 
   nlohmann::json j;
   j["source_hash"] = fmt::format("{:016x}", o.source_hash);
   j["backend"] = o.backend;
-  j["target_kind"] = t.failure.kind;
+  j["target_kind"] = failure_kind_name(t.failure.kind);
   j["target_message"] = t.failure.message;
   j["oracle_calls"] = s.oracle_calls;
   j["cache_hits"] = s.cache_hits;
@@ -146,6 +146,211 @@ void print_progress(const ReduceStats& s, bool final_line) {
 
 }  // namespace
 
+namespace {
+
+// One minifier run, in the named steps of minifier.h: set up, resume or warm up and classify, reduce with
+// checkpoints, re-verify, finish. Each step is a method; minify() calls them in order.
+class MinifyRun {
+ public:
+  MinifyRun(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts)
+      : g_(g), inputs_(inputs), opts_(opts), seed_state_(default_generator()),
+        store_(opts.memory_budget, opts.spill_dir), src_(g, inputs, store_), t0_(std::chrono::steady_clock::now()) {
+    fo_.backend = opts_.backend;
+    fo_.tolerance = opts_.tolerance;
+    fo_.timeout_s = opts_.timeout_s;
+    fo_.jobs = opts_.jobs;
+    fo_.seed_state = seed_state_;
+    // Without --accuracy the target is whatever the original shows, judged as `kiln run --check` judges it:
+    // integer and bool outputs compare exactly. --accuracy alone ignores them; --strict-accuracy does not.
+    fo_.target.strict_accuracy = opts_.strict_accuracy || !opts_.accuracy;
+    fo_.target.check_str = opts_.check_str;
+  }
+
+  MinifyResult run() {
+    Candidate start = opts_.resume ? resume() : Candidate{g_, "original"};
+    if (!opts_.resume) warm_up_and_classify();
+    fo_.target.failure = res_.original;
+    if (!recorded_) record_reference(g_, inputs_, seed_state_, store_);
+    ForkOracle oracle(src_, fo_);
+    if (!opts_.resume) checkpoint(g_, inputs_, stats_);  // the original is the first checkpoint
+    Candidate out = reduce(std::move(start), oracle, reduce_options(), stats_);
+    if (progress_on_tty()) print_progress(stats_, true);
+    reverify(out, oracle);
+    finish();
+    return res_;
+  }
+
+ private:
+  bool progress_on_tty() const { return opts_.progress && ::isatty(2); }
+
+  // The target and counters of an interrupted run, from OUT.state.json; its checkpoint is the start.
+  Candidate resume() {
+    KILN_CHECK(!opts_.output.empty(), "--resume needs the output path of the interrupted run (-o)");
+    const std::string path = state_path(opts_.output);
+    KILN_CHECK(fs::exists(path), "cannot resume: {} does not exist (was the run started with -o {}?)", path,
+               opts_.output);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_input_file(path, "minifier state file"));
+    } catch (const nlohmann::json::exception& e) {
+      fail("cannot resume: {} is not valid JSON: {}", path, e.what());
+    }
+    try {  // a field of the wrong type (a string for a count) is malformed input, not a kiln bug
+      KILN_CHECK(j.is_object(), "cannot resume: {} is not a minifier state file (not a JSON object)", path);
+      KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts_.source_hash),
+                 "cannot resume: {} was made from a different graph or inputs; start a new run without --resume", path);
+      KILN_CHECK(j.value("backend", "") == opts_.backend, "cannot resume: the interrupted run used backend {}, not {}",
+                 j.value("backend", ""), opts_.backend);
+      res_.original = {parse_failure_kind(j.value("target_kind", "none"), path), j.value("target_message", "")};
+      stats_.oracle_calls = j.value("oracle_calls", 0);
+      stats_.cache_hits = j.value("cache_hits", 0);
+      stats_.accepted = j.value("accepted", 0);
+      stats_.seconds = j.value("seconds", 0.0);
+      stats_.start_ops = j.value("start_ops", 0);
+    } catch (const nlohmann::json::exception& e) {
+      fail("cannot resume: {} is malformed ({}); start a new run without --resume", path, e.what());
+    }
+    resume_base_ = stats_.seconds;
+    ReproFile r = load_repro(opts_.output);
+    for (graph::ValueId id = 0; id < r.graph.num_values(); ++id)
+      KILN_CHECK(g_.find_value(r.graph.value(id).name).has_value(),
+                 "cannot resume: the checkpoint {} has value %{}, which the original graph does not", opts_.output,
+                 r.graph.value(id).name);
+    return Candidate{std::move(r.graph), "checkpoint"};
+  }
+
+  // Before probing, the original runs once on the backend in a child. Its compile step has a generous time
+  // limit (setup_limit_for: 120 s, or 10x the candidates' limit; its run has the candidates' limit). A
+  // compiling backend caches its kernels on disk (shared between processes), so the candidates that follow
+  // find them there (a cold 10000-node graph spends seconds in LLVM). The child is forked, so a crash in the
+  // backend cannot end the run. It runs while this process records the reference values (the two overlap on
+  // a second core), and it is forked before them, while this process is small. Then the original's failure
+  // becomes the target (check_target).
+  void warm_up_and_classify() {
+    ForkOracleOptions everything = fo_;
+    everything.target.failure = {FailureKind::Accuracy, ""};  // classify everything, comparing outputs
+    ForkOracle probe(src_, everything);
+    const fs::path warm_outputs = make_temp_dir(opts_.spill_dir);
+    struct RemoveDir { fs::path p; ~RemoveDir() { std::error_code ec; fs::remove_all(p, ec); } } remove_warm{warm_outputs};
+    IsolatedResult warm = run_isolated_beside([&] { return probe.original_backend_body(warm_outputs.string()); },
+                                              opts_.timeout_s, [&] { record_reference(g_, inputs_, seed_state_, store_); },
+                                              setup_limit_for(opts_.timeout_s));
+    recorded_ = true;
+    std::optional<Verdict> classified = classify_warm_up(probe, warm, warm_outputs.string());
+    res_.original = classified ? classified->observed : probe.test(Candidate{g_, "original"}).observed;
+    check_target();
+    if (!opts_.output.empty()) remove_input_files(opts_.output + ".inputs", {});  // a fresh run: no stale files
+  }
+
+  // The warm-up run already classifies the original the way the probe would (the same run from the same
+  // inputs, under the same limits; a run that ended is judged against the recorded reference exactly as
+  // test() judges it) when its run was seen to end within the candidates' limit: a result read late (this
+  // process was still recording) might have been a hang, and the probe tells. The recorded values are the
+  // original's exact fp64 reference (and recording proved the reference runs), so the quick test classifies
+  // the original exactly without a second reference run.
+  std::optional<Verdict> classify_warm_up(const ForkOracle& probe, const IsolatedResult& warm,
+                                          const std::string& outputs_dir) const {
+    if (warm.kind == FailureKind::Hang) return probe.judge(warm);
+    if (warm.run_seconds > opts_.timeout_s) return std::nullopt;
+    if (warm.kind == FailureKind::Crash) return probe.judge(warm);
+    if (warm.kind != FailureKind::None) return std::nullopt;
+    if (warm.payload.rfind("ran\n", 0) == 0) return probe.judge_original_outputs(warm.payload, outputs_dir);
+    return probe.judge(warm);
+  }
+
+  // The original must fail, in the way the flags ask for: that failure is the target.
+  void check_target() const {
+    const FailureSignature& f = res_.original;
+    const FailureKind k = f.kind;
+    KILN_CHECK(k != FailureKind::Invalid, "the fp64 reference run of this graph fails, so it cannot show a backend "
+               "bug: {}", f.message);
+    KILN_CHECK(k != FailureKind::None, "the graph does not fail on backend {} (it runs and matches the fp64 reference "
+               "within tolerance {}): nothing to minify", opts_.backend, opts_.tolerance);
+    KILN_CHECK(!opts_.accuracy || k == FailureKind::Accuracy, "--accuracy: the graph fails on backend {} with {}, "
+               "not an accuracy failure: {}\n(drop --accuracy to minify that failure)", opts_.backend, k, f.message);
+    KILN_CHECK(opts_.check_str.empty() || f.message.find(opts_.check_str) != std::string::npos ||
+               (k != FailureKind::CompileError && k != FailureKind::RuntimeError),
+               "--check-str: the graph's failure ({}) does not contain \"{}\": {}", k, opts_.check_str, f.message);
+  }
+
+  // Writes `g` with `inputs` as the output repro and the run's state (nothing without an output).
+  void checkpoint(const graph::Graph& g, const std::vector<Tensor>& inputs, ReduceStats& s) {
+    if (opts_.output.empty()) return;
+    if (s.start_ops == 0) s.start_ops = std::get<0>(measure(g));
+    write_repro_with_inputs(g, inputs, opts_.backend, res_.original, opts_.config, opts_.tolerance, opts_.output);
+    write_state(opts_, fo_.target, s, false);
+  }
+
+  ReduceOptions reduce_options() {
+    ReduceOptions ro;
+    ro.max_steps = opts_.max_steps;
+    ro.constant_value = [this](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
+      if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
+      return src_.value_of(cg, id);
+    };
+    ro.on_progress = [this](const ReduceStats& s) {
+      if (progress_on_tty()) print_progress(s, false);
+    };
+    ro.on_accept = [this](const Candidate& c, const ReduceStats& s) {
+      if (opts_.progress && !progress_on_tty())
+        std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s\n", s.ops,
+                     s.start_ops, s.oracle_calls, s.seconds, c.move.c_str());
+      ReduceStats copy = s;
+      checkpoint(c.graph, src_.inputs_of(c.graph), copy);
+    };
+    return ro;
+  }
+
+  // The result confirmed exactly, then written and read back as a user will run it (`kiln repro run`'s code).
+  void reverify(const Candidate& out, ForkOracle& oracle) {
+    res_.graph = out.graph;
+    res_.inputs = src_.inputs_of(out.graph);
+    Verdict final = oracle.confirm(out);
+    ++stats_.oracle_calls;
+    res_.failure = final.observed;
+    res_.reverified = final.fails;
+    res_.reverify_message = final.fails ? "the minified graph shows the same failure"
+                                        : fmt::format("the minified graph no longer fails: {}", final.observed.kind);
+    if (opts_.output.empty() || !final.fails) return;
+    write_repro_with_inputs(res_.graph, res_.inputs, opts_.backend, res_.failure, opts_.config, opts_.tolerance,
+                            opts_.output);
+    ReproOutcome o = reproduce(load_repro(opts_.output), opts_.output, opts_.timeout_s);
+    res_.reverified = o.reproduces;
+    res_.reverify_message = o.reproduces ? "kiln repro run: REPRODUCES"
+                                         : fmt::format("kiln repro run: does not reproduce (observed {}: {})",
+                                                       o.observed.kind, o.observed.message);
+    // Input files of earlier checkpoints that the result no longer reads.
+    std::set<std::string> keep;
+    for (graph::ValueId id : res_.graph.inputs()) keep.insert(graph::input_file_name(res_.graph.value(id).name));
+    remove_input_files(opts_.output + ".inputs", keep);
+  }
+
+  // Wall time of the whole run (classification, recording, reduction, re-verification), plus earlier
+  // sessions' time when resumed; the final state.
+  void finish() {
+    stats_.ops = std::get<0>(measure(res_.graph));
+    stats_.seconds = resume_base_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    res_.stats = stats_;
+    if (!opts_.output.empty())
+      write_state(opts_, fo_.target, stats_, opts_.max_steps < 0 || stats_.accepted < opts_.max_steps);
+  }
+
+  const graph::Graph& g_;
+  const std::vector<Tensor>& inputs_;
+  const MinifyOptions& opts_;
+  const GeneratorState seed_state_;
+  ValueStore store_;
+  InputSource src_;
+  ForkOracleOptions fo_;
+  MinifyResult res_;
+  ReduceStats stats_;
+  const std::chrono::steady_clock::time_point t0_;
+  double resume_base_ = 0;
+  bool recorded_ = false;
+};
+
+}  // namespace
+
 MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts_in) {
   MinifyOptions opts = opts_in;
   // The repro hook stays off in the minifier and its children: candidates must not write repros.
@@ -161,172 +366,8 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
     lock.emplace(opts.output);
   }
   if (opts.source_hash == 0) opts.source_hash = source_hash(g, inputs);
-  const GeneratorState seed_state = default_generator();
-  ValueStore store(opts.memory_budget, opts.spill_dir);
-  InputSource src(g, inputs, store);
-
-  ForkOracleOptions fo;
-  fo.backend = opts.backend;
-  fo.tolerance = opts.tolerance;
-  fo.timeout_s = opts.timeout_s;
-  fo.jobs = opts.jobs;
-  fo.seed_state = seed_state;
-  // Without --accuracy the target is whatever the original shows, judged as `kiln run --check` judges it:
-  // integer and bool outputs compare exactly. --accuracy alone ignores them; --strict-accuracy does not.
-  fo.target.strict_accuracy = opts.strict_accuracy || !opts.accuracy;
-  fo.target.check_str = opts.check_str;
   find_backend(opts.backend);  // an unknown backend is an error before any work
-
-  MinifyResult res;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool recorded = false;
-  double resume_base = 0;
-  Candidate start{g, "original"};
-  ReduceStats stats;
-  bool resumed = false;
-  if (opts.resume) {
-    KILN_CHECK(!opts.output.empty(), "--resume needs the output path of the interrupted run (-o)");
-    KILN_CHECK(fs::exists(state_path(opts.output)), "cannot resume: {} does not exist (was the run started with -o "
-               "{}?)", state_path(opts.output), opts.output);
-    const std::string state = read_input_file(state_path(opts.output), "minifier state file");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(state);
-    } catch (const nlohmann::json::exception& e) {
-      fail("cannot resume: {} is not valid JSON: {}", state_path(opts.output), e.what());
-    }
-    try {  // a field of the wrong type (a string for a count) is malformed input, not a kiln bug
-      KILN_CHECK(j.is_object(), "cannot resume: {} is not a minifier state file (not a JSON object)",
-                 state_path(opts.output));
-      KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts.source_hash),
-                 "cannot resume: {} was made from a different graph or inputs; start a new run without --resume",
-                 state_path(opts.output));
-      KILN_CHECK(j.value("backend", "") == opts.backend, "cannot resume: the interrupted run used backend {}, not {}",
-                 j.value("backend", ""), opts.backend);
-      res.original = {j.value("target_kind", "none"), j.value("target_message", "")};
-      stats.oracle_calls = j.value("oracle_calls", 0);
-      stats.cache_hits = j.value("cache_hits", 0);
-      stats.accepted = j.value("accepted", 0);
-      stats.seconds = j.value("seconds", 0.0);
-      stats.start_ops = j.value("start_ops", 0);
-    } catch (const nlohmann::json::exception& e) {
-      fail("cannot resume: {} is malformed ({}); start a new run without --resume", state_path(opts.output), e.what());
-    }
-    resume_base = stats.seconds;
-    ReproFile r = load_repro(opts.output);
-    for (graph::ValueId id = 0; id < r.graph.num_values(); ++id)
-      KILN_CHECK(g.find_value(r.graph.value(id).name).has_value(),
-                 "cannot resume: the checkpoint {} has value %{}, which the original graph does not", opts.output,
-                 r.graph.value(id).name);
-    start.graph = std::move(r.graph);
-    start.move = "checkpoint";
-    resumed = true;
-  } else {
-    // Before probing, the original runs once on the backend in a child. Its compile step has a generous time
-    // limit (setup_limit_for: 120 s, or 10x the candidates' limit; its run has the candidates' limit). A
-    // compiling backend caches its kernels on disk (shared between processes), so the candidates that follow
-    // find them there (a cold 10000-node graph needs about 15 s of LLVM before it runs). The child is forked,
-    // so a crash in the backend cannot end the run. It runs while this process records the reference values
-    // (the two overlap on a second core), and it is forked before them, while this process is small.
-    fo.target.failure = {"accuracy", ""};  // classify everything, comparing outputs when the run succeeds
-    ForkOracle probe(src, fo);
-    const fs::path warm_outputs = make_temp_dir(opts.spill_dir);
-    struct RemoveDir { fs::path p; ~RemoveDir() { std::error_code ec; fs::remove_all(p, ec); } } remove_warm{warm_outputs};
-    IsolatedResult warm = run_isolated_beside([&] { return probe.original_backend_body(warm_outputs.string()); },
-                                              opts.timeout_s, [&] { record_reference(g, inputs, seed_state, store); },
-                                              setup_limit_for(opts.timeout_s));
-    recorded = true;
-    // The warm-up run already classifies the original the way the probe would (the same run from the same
-    // inputs, under the same limits; a run that ended is judged against the recorded reference exactly as
-    // test() judges it) when its run was seen to end within the candidates' limit: a result read late (this
-    // process was still recording) might have been a hang, and the probe tells. The recorded values are the
-    // original's exact fp64 reference (and recording proved the reference runs), so the quick test
-    // classifies the original exactly without a second reference run.
-    std::optional<Verdict> classified;
-    if (warm.kind == IsolatedResult::Kind::Hang) {
-      classified = probe.judge(warm);
-    } else if (warm.run_seconds <= opts.timeout_s) {
-      if (warm.kind == IsolatedResult::Kind::Crash) classified = probe.judge(warm);
-      if (warm.kind == IsolatedResult::Kind::Ok)
-        classified = warm.payload.rfind("ran\n", 0) == 0 ? probe.judge_original_outputs(warm.payload, warm_outputs.string())
-                                                          : probe.judge(warm);
-    }
-    res.original = classified ? classified->observed : probe.test(Candidate{g, "original"}).observed;
-    const std::string& k = res.original.kind;
-    KILN_CHECK(k != "invalid", "the fp64 reference run of this graph fails, so it cannot show a backend bug: {}",
-               res.original.message);
-    KILN_CHECK(k != "none", "the graph does not fail on backend {} (it runs and matches the fp64 reference within "
-               "tolerance {}): nothing to minify", opts.backend, opts.tolerance);
-    KILN_CHECK(!opts.accuracy || k == "accuracy", "--accuracy: the graph fails on backend {} with {}, not an "
-               "accuracy failure: {}\n(drop --accuracy to minify that failure)", opts.backend, k, res.original.message);
-    KILN_CHECK(opts.check_str.empty() || res.original.message.find(opts.check_str) != std::string::npos ||
-               (k != "compile_error" && k != "runtime_error"),
-               "--check-str: the graph's failure ({}) does not contain \"{}\": {}", k, opts.check_str,
-               res.original.message);
-    if (!opts.output.empty()) remove_input_files(opts.output + ".inputs", {});  // a fresh run: no stale input files
-  }
-  fo.target.failure = res.original;
-  if (!recorded) record_reference(g, inputs, seed_state, store);
-  ForkOracle oracle(src, fo);
-
-  ReduceOptions ro;
-  ro.max_steps = opts.max_steps;
-  ro.constant_value = [&](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
-    const TensorMeta& m = cg.value(id).meta;
-    int64_t n = 1;
-    for (int64_t s : m.sizes) n *= s;
-    if (n > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
-    return src.value_of(cg, id);
-  };
-  const bool tty = opts.progress && ::isatty(2);
-  ro.on_progress = [&](const ReduceStats& s) {
-    if (tty) print_progress(s, false);
-  };
-  ro.on_accept = [&](const Candidate& c, const ReduceStats& s) {
-    if (opts.progress && !tty)
-      std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s\n", s.ops,
-                   s.start_ops, s.oracle_calls, s.seconds, c.move.c_str());
-    if (opts.output.empty()) return;
-    write_repro_with_inputs(c.graph, src.inputs_of(c.graph), opts.backend, res.original, opts.config,
-                            opts.tolerance, opts.output);
-    write_state(opts, fo.target, s, false);
-  };
-  if (!resumed && !opts.output.empty()) {  // the original is the first checkpoint
-    stats.start_ops = std::get<0>(measure(g));
-    write_repro_with_inputs(g, inputs, opts.backend, res.original, opts.config, opts.tolerance, opts.output);
-    write_state(opts, fo.target, stats, false);
-  }
-  Candidate out = reduce(std::move(start), oracle, ro, stats);
-  if (tty) print_progress(stats, true);
-
-  res.graph = out.graph;
-  res.inputs = src.inputs_of(out.graph);
-  Verdict final = oracle.confirm(out);
-  ++stats.oracle_calls;
-  res.failure = final.observed;
-  res.reverified = final.fails;
-  res.reverify_message = final.fails ? "the minified graph shows the same failure"
-                                     : "the minified graph no longer fails: " + final.observed.kind;
-  if (!opts.output.empty() && final.fails) {
-    write_repro_with_inputs(res.graph, res.inputs, opts.backend, res.failure, opts.config, opts.tolerance, opts.output);
-    // The file as a user will run it: read back, inputs from disk, `kiln repro run`'s rules.
-    ReproOutcome o = reproduce(load_repro(opts.output), opts.output, opts.timeout_s);
-    res.reverified = o.reproduces;
-    res.reverify_message = o.reproduces ? "kiln repro run: REPRODUCES"
-                                        : fmt::format("kiln repro run: does not reproduce (observed {}: {})",
-                                                      o.observed.kind, o.observed.message);
-    // Input files of earlier checkpoints that the result no longer reads.
-    std::set<std::string> keep;
-    for (graph::ValueId id : res.graph.inputs()) keep.insert(graph::input_file_name(res.graph.value(id).name));
-    remove_input_files(opts.output + ".inputs", keep);
-  }
-  stats.ops = std::get<0>(measure(res.graph));
-  // Wall time of the whole run (classification, recording, reduction, re-verification), plus earlier
-  // sessions' time when resumed.
-  stats.seconds = resume_base + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.stats = stats;
-  if (!opts.output.empty()) write_state(opts, fo.target, stats, opts.max_steps < 0 || stats.accepted < opts.max_steps);
-  return res;
+  return MinifyRun(g, inputs, opts).run();
 }
 
 }  // namespace kiln::minify

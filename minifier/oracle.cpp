@@ -1,29 +1,18 @@
 // ForkOracle: candidate inputs from recorded values, forked children (repro/isolate.h run_isolated_many), and
-// the same-failure rules. A child reports "<kind>\n<message>" through a pipe; kinds: compile_error, runtime_error, accuracy, none,
-// invalid (the candidate's own reference run failed).
+// the failure layer's oracle and same-failure rules (repro/oracle.h, repro/failure.h). A child reports its
+// encoded failure signature through a pipe (kind invalid: the candidate's own reference run failed).
 #include "minifier/oracle.h"
 
 #include <chrono>
 #include <cstdio>
 
-#include "core/npy.h"
-#include "graph/compare.h"
+#include "eager/npy.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
-#include "repro/reproduce.h"
 
 namespace kiln::minify {
 
-bool matches_target(const Target& t, const FailureSignature& o) {
-  const FailureSignature& f = t.failure;
-  if (o.kind != f.kind) return false;
-  if (f.kind == "compile_error" || f.kind == "runtime_error") {
-    if (!t.check_str.empty()) return o.message.find(t.check_str) != std::string::npos;
-    return normalize_failure_message(f.message) == normalize_failure_message(o.message);
-  }
-  if (f.kind == "crash") return f.message == o.message;  // the signal
-  return true;  // hang, accuracy
-}
+bool matches_target(const Target& t, const FailureSignature& o) { return same_failure(t.failure, o, t.rules()); }
 
 graph::ValueId InputSource::origin(const graph::Graph& g, graph::ValueId id) const {
   return original_.find_value(g.value(id).name).value_or(graph::kNoValue);
@@ -57,31 +46,32 @@ Tensor InputSource::reference_of(const graph::Graph& g, graph::ValueId id) const
   return values_.get(o);
 }
 
-ForkOracle::ForkOracle(const InputSource& src, ForkOracleOptions opts) : src_(src), opts_(std::move(opts)) {
+namespace {
+
+OracleOptions backend_options(const ForkOracleOptions& o) {
+  OracleOptions b;
+  b.backend = o.backend;
+  b.tolerance = o.tolerance;
+  b.timeout_s = o.timeout_s;
+  b.strict_accuracy = o.target.strict_accuracy;
+  b.seed_state = o.seed_state;
+  return b;
+}
+
+}  // namespace
+
+ForkOracle::ForkOracle(const InputSource& src, ForkOracleOptions opts)
+    : src_(src), opts_(std::move(opts)), backend_(backend_options(opts_)) {
   for (const graph::Node& n : src_.original().nodes())
     if (n.kind == graph::NodeKind::Op && graph::is_random_node(n)) random_graph_ = true;
   if (random_graph_) opts_.reuse_reference = false;
 }
 
-std::optional<std::string> ForkOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                                   bool compile_only, std::vector<Tensor>& outs) const {
-  default_generator() = opts_.seed_state;
-  try {
-    // The compile step is the child's setup: its time depends on the kernel cache, not on the candidate, so
-    // only the run counts against --timeout (docs/minifier.md, Time limits).
-    if (const BackendCompileFn* compile = find_backend_compiler(opts_.backend)) (*compile)(g);
-    isolated_run_starts();
-    if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
-  } catch (const std::exception& e) {
-    return encode_backend_error(e);
-  }
-  return std::nullopt;
-}
-
 std::string ForkOracle::original_backend_body(const std::string& outputs_dir) const {
   const graph::Graph& g = src_.original();
   std::vector<Tensor> outs;
-  if (std::optional<std::string> error = run_backend(g, src_.inputs_of(g), false, outs)) return *error;
+  if (std::optional<FailureSignature> error = backend_.run_backend(g, src_.inputs_of(g), false, outs))
+    return encode_failure(*error);
   // Outputs beyond kMaxOutputBytes stay unwritten (a probe compares them in memory instead of a disk round trip).
   constexpr int64_t kMaxOutputBytes = int64_t(64) << 20;
   int64_t bytes = 0;
@@ -104,72 +94,51 @@ std::optional<Verdict> ForkOracle::judge_original_outputs(const std::string& sai
       outs.push_back(read_npy(fmt::format("{}/{}.npy", outputs_dir, i), as));
     }
     for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
-    IsolatedResult r;
-    r.payload = compare_outputs_text(outs, reference);
-    return judge(r);
+    return verdict(backend_.compare(outs, reference));
   } catch (const std::exception&) {  // not all there (a dtype npy cannot hold, ...): the probe tells
     return std::nullopt;
   }
 }
 
-std::string ForkOracle::compare_outputs_text(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const {
-  if (outs.size() != reference.size()) return fmt::format("accuracy\nthe backend returned {} outputs, the graph has {}", outs.size(), reference.size());
-  std::vector<Tensor> expected;
-  for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
-  CompareOptions co;
-  co.tol = opts_.tolerance;
-  co.ignore_non_float = !opts_.target.strict_accuracy;
-  CompareVerdict v = compare_outputs(expected, outs, reference, co);
-  return v.ok ? std::string("none\n") : "accuracy\n" + v.str();
-}
-
 std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
-  const bool accuracy = opts_.target.failure.kind == "accuracy";
+  const bool accuracy = opts_.target.failure.kind == FailureKind::Accuracy;
   // For a compile_error target only the backend's compile step decides the verdict (a compiled program
   // never throws a CompileError while running, api/backends.h), so where the backend has one the candidate
   // is compiled, not run: running costs as much again and cannot change the verdict. The original's
   // classification and the final `kiln repro run` still run everything.
-  const bool compile_only =
-      opts_.target.failure.kind == "compile_error" && find_backend_compiler(opts_.backend) != nullptr;
+  const bool compile_only = opts_.target.failure.kind == FailureKind::CompileError && backend_.has_compile_step();
   std::vector<Tensor> inputs;
   if (exact || !compile_only) inputs = src_.inputs_of(g);
   std::vector<Tensor> reference;
   if (exact) {  // the candidate's own reference must run (and is the accuracy reference)
-    graph::InterpretOptions o;
-    o.fp64 = true;
-    std::vector<Tensor> copies;
-    for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
-    default_generator() = opts_.seed_state;
     try {
-      reference = graph::run_graph(g, copies, o);
+      reference = backend_.reference(g, inputs);
     } catch (const std::exception& e) {
-      return std::string("invalid\n") + e.what();
+      return encode_failure({FailureKind::Invalid, e.what()});
     }
   }
   std::vector<Tensor> outs;
-  if (std::optional<std::string> error = run_backend(g, inputs, compile_only, outs)) return *error;
-  if (!accuracy) return "none\n";
+  if (std::optional<FailureSignature> error = backend_.run_backend(g, inputs, compile_only, outs))
+    return encode_failure(*error);
+  if (!accuracy) return encode_failure({});
   if (!exact) {
     for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
   }
-  return compare_outputs_text(outs, reference);
+  return encode_failure(backend_.compare(outs, reference));
+}
+
+Verdict ForkOracle::verdict(FailureSignature observed) const {
+  Verdict v;
+  v.observed = std::move(observed);
+  v.fails = matches_target(opts_.target, v.observed);
+  return v;
 }
 
 Verdict ForkOracle::judge(const IsolatedResult& r) const {
-  Verdict v;
-  switch (r.kind) {
-    case IsolatedResult::Kind::Crash: v.observed = {"crash", r.payload}; break;
-    case IsolatedResult::Kind::Hang: v.observed = {"hang", r.payload}; break;
-    case IsolatedResult::Kind::Error:
-      // child_body turns every failure of the graph into a verdict; what escapes it is the minifier's own
-      // work failing (reading recorded values back, writing outputs): every verdict after it would be wrong.
-      fail("a minifier child could not judge its candidate: {}", r.payload);
-    case IsolatedResult::Kind::Ok: {
-      v.observed = decode_failure(r.payload);
-    }
-  }
-  v.fails = matches_target(opts_.target, v.observed);
-  return v;
+  // child_body turns every failure of the graph into a signature; what escapes it is the minifier's own work
+  // failing (reading recorded values back, writing outputs): every verdict after it would be wrong.
+  if (r.kind == FailureKind::RuntimeError) fail("a minifier child could not judge its candidate: {}", r.payload);
+  return verdict(kiln::classify(r));
 }
 
 bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
@@ -198,7 +167,7 @@ std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<con
   bool exact = !opts_.reuse_reference;
   std::vector<std::function<std::string()>> bodies;
   for (const Candidate* c : batch) bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
-  std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s, setup_limit_for(opts_.timeout_s));
+  std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s, backend_.setup_limit_s());
   std::vector<std::optional<Verdict>> out;
   for (size_t i = 0; i < rs.size(); ++i) {
     Verdict v = judge(rs[i]);
@@ -213,11 +182,11 @@ Verdict ForkOracle::test(const Candidate& c) { return *test_batch({&c})[0]; }
 Verdict ForkOracle::confirm(const Candidate& c) {
   auto known = exact_verdicts_.find(candidate_key(c.graph));
   if (known != exact_verdicts_.end()) return known->second;
-  return judge(run_isolated({[&] { return child_body(c.graph, true); }}, opts_.timeout_s, setup_limit_for(opts_.timeout_s)));
+  return judge(run_isolated([&] { return child_body(c.graph, true); }, opts_.timeout_s, backend_.setup_limit_s()));
 }
 
 FailureSignature ForkOracle::classify(const graph::Graph& g) {
-  return judge(run_isolated({[&] { return child_body(g, true); }}, opts_.timeout_s, setup_limit_for(opts_.timeout_s))).observed;
+  return judge(run_isolated([&] { return child_body(g, true); }, opts_.timeout_s, backend_.setup_limit_s())).observed;
 }
 
 }  // namespace kiln::minify

@@ -1,13 +1,9 @@
-// The backend oracle of the minifier: runs each candidate on a backend in a forked child (a segfault, abort or
-// hang is a verdict, not the end of the run), up to -j children at once, and says whether it shows the
-// target failure. "The same failure":
-//   compile_error, runtime_error  same kind, and the same message modulo value names and numbers
-//                                 (normalize_failure_message), or, with a check string, a message containing it
-//   crash                         a crash by the same signal
-//   hang                          no result within the time limit
-//   accuracy                      the comparator (compare.h) fails against the fp64 reference; errors and
-//                                 crashes do not count; non-float outputs are ignored unless strict
-// A candidate whose reference run fails never counts (kind "invalid").
+// The minifier's oracle: the failure layer's oracle (repro/oracle.h: a backend in a forked child, judged
+// against fp64 through the comparator) applied to candidates, up to -j children at once, with their inputs
+// and references taken from recorded values. A candidate shows the target failure by the same-failure rules
+// (repro/failure.h) with the signal of a crash and, with --check-str, a substring of an error's message;
+// an accuracy target ignores non-float outputs unless strict. A candidate whose reference run fails never
+// counts (kind invalid).
 //
 // Where time goes: a candidate's inputs are the original inputs or recorded values (values.h), loaded in the
 // child. test() judges accuracy against the recorded fp64 values of the candidate's outputs (every value of a
@@ -29,6 +25,7 @@
 #include "minifier/reducer.h"
 #include "minifier/values.h"
 #include "repro/isolate.h"
+#include "repro/oracle.h"
 
 namespace kiln::minify {
 
@@ -36,9 +33,11 @@ struct Target {
   FailureSignature failure;    // the original graph's failure
   bool strict_accuracy = false;  // accuracy: compare non-float outputs too
   std::string check_str;       // errors: match by this substring instead of the normalised message
+  // The same-failure rules of a reduction: the crash's signal must match too.
+  SameFailureRules rules() const { return {check_str, true}; }
 };
 
-// Whether `observed` is the target failure (the rules above).
+// Whether `observed` is the target failure (same_failure with the target's rules).
 bool matches_target(const Target& t, const FailureSignature& observed);
 
 // The inputs of a candidate: each input is named after the original value it carries: an original graph
@@ -95,18 +94,14 @@ class ForkOracle : public Oracle {
   Verdict judge(const IsolatedResult& r) const;
 
  private:
+  // A candidate's child: its failure signature, encoded (failure.h).
   std::string child_body(const graph::Graph& g, bool exact) const;
-  // Runs `g` on the backend from `inputs` (only compiles it when `compile_only` is set): the verdict text of
-  // an error, or nothing, with the outputs in `outs`. A backend's compile step runs first, as the child's
-  // setup step (isolate.h): only the run counts against the time limit.
-  std::optional<std::string> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                         bool compile_only, std::vector<Tensor>& outs) const;
-  // The verdict text of a run's outputs `outs` against the fp64 reference of the graph's outputs.
-  std::string compare_outputs_text(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const;
   // Whether test() of `g` is as exact as confirm() (see above).
   bool quick_test_is_exact(const graph::Graph& g) const;
+  Verdict verdict(FailureSignature observed) const;
   const InputSource& src_;
   ForkOracleOptions opts_;
+  FailureOracle backend_;
   bool random_graph_ = false;
   std::unordered_map<uint64_t, Verdict> exact_verdicts_;  // by candidate_key: test() verdicts confirm() would repeat
 };

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "graph/interpreter.h"
+#include "graph/rewrite.h"
 
 namespace kiln::minify {
 
@@ -42,93 +43,67 @@ std::vector<int64_t> contiguous_of(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
-graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
-  using graph::Graph; using graph::Node; using graph::NodeKind; using graph::ValueId; using graph::ValueInfo;
-  using graph::Arg; using graph::TensorArg; using graph::TensorListArg; using graph::kNoValue;
+namespace {
+
+// The nodes of `cur` that a move keeps (live) and the values the result needs, walking backwards from the
+// move's outputs: converted nodes' outputs become inputs; an in-place node stays while the value it mutates
+// is read after it; a random node stays while a later random node does (removing it would shift their draws).
+void mark_live(const graph::Graph& cur, const Move& m, std::vector<char>& needed, std::vector<char>& live) {
+  using graph::NodeKind; using graph::ValueId;
   const auto& nodes = cur.nodes();
-  const size_t nv = size_t(cur.num_values());
-  std::vector<char> needed(nv, 0), live(nodes.size(), 0), to_const(nv, 0);
+  needed.assign(size_t(cur.num_values()), 0);
+  live.assign(nodes.size(), 0);
   for (ValueId id : m.outputs) needed[size_t(id)] = 1;
-  for (ValueId id : m.to_constant) to_const[size_t(id)] = 1;
   bool random_after = false;
   for (size_t i = nodes.size(); i-- > 0;) {
-    const Node& n = nodes[i];
+    const graph::Node& n = nodes[i];
+    if (n.kind == NodeKind::Op && !m.to_input.empty() && m.to_input[i]) continue;  // its outputs become inputs
     bool use = false;
     for (ValueId o : n.outputs) use |= bool(needed[size_t(o)]);
-    bool converted = n.kind == NodeKind::Op && !m.to_input.empty() && m.to_input[i];
-    if (converted) continue;  // its needed outputs become inputs
     if (n.kind == NodeKind::Op) {
-      // An in-place node matters when the value it mutates is read after it.
       if (n.info().is_inplace())
-        for (ValueId v : Graph::node_inputs(n)) { use |= bool(needed[size_t(v)]); break; }
+        for (ValueId v : graph::Graph::node_inputs(n)) { use |= bool(needed[size_t(v)]); break; }
       if (random_after && graph::is_random_node(n)) use = true;
     }
     if (!use) continue;
     live[i] = 1;
     if (n.kind == NodeKind::Op) {
-      for (ValueId v : Graph::node_inputs(n)) needed[size_t(v)] = 1;
+      for (ValueId v : graph::Graph::node_inputs(n)) needed[size_t(v)] = 1;
       if (graph::is_random_node(n)) random_after = true;
     }
   }
-  Graph out;
-  out.name = cur.name;
-  std::vector<ValueId> map(nv, kNoValue);
-  bool restrided = false;
-  for (ValueId id : cur.inputs()) {
-    if (!needed[size_t(id)] || to_const[size_t(id)]) continue;
-    const ValueInfo& v = cur.value(id);
-    map[size_t(id)] = out.add_input(v.name, v.meta, v.requires_grad);
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (m.to_input.empty() || !m.to_input[i] || nodes[i].kind != NodeKind::Op) continue;
-    for (ValueId o : nodes[i].outputs) {
+}
+
+}  // namespace
+
+graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
+  using graph::NodeKind; using graph::ValueId;
+  std::vector<char> needed, live;
+  mark_live(cur, m, needed, live);
+  std::vector<char> to_const(size_t(cur.num_values()), 0);
+  for (ValueId id : m.to_constant) to_const[size_t(id)] = 1;
+  graph::GraphCloner c(cur, {.keep_locations = false, .infer_metas = false});
+  for (ValueId id : cur.inputs())
+    if (needed[size_t(id)] && !to_const[size_t(id)]) c.copy_input(id);
+  bool restrided = false;  // an input made from a node got contiguous strides its value did not have
+  for (size_t i = 0; i < cur.nodes().size(); ++i) {
+    if (m.to_input.empty() || !m.to_input[i] || cur.nodes()[i].kind != NodeKind::Op) continue;
+    for (ValueId o : cur.nodes()[i].outputs) {
       if (!needed[size_t(o)]) continue;
-      const ValueInfo& v = cur.value(o);
-      TensorMeta meta = v.meta;
-      std::vector<int64_t> st = contiguous_of(meta.sizes);
-      if (meta.strides != st) restrided = true;
+      TensorMeta meta = cur.value(o).meta;
+      std::vector<int64_t> st = contiguous_of(meta.sizes);  // recorded values are contiguous
+      restrided |= meta.strides != st;
       meta.strides = st;
-      map[size_t(o)] = out.add_input(v.name, meta, v.requires_grad);
+      c.input_as(o, meta);
     }
   }
-  for (size_t k = 0; k < m.to_constant.size(); ++k) {
-    ValueId id = m.to_constant[k];
-    if (!needed[size_t(id)]) continue;
-    map[size_t(id)] = out.add_constant(cur.value(id).name, m.constants[k]);
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!live[i]) continue;
-    const Node& n = nodes[i];
-    if (n.kind == NodeKind::Constant) {
-      ValueId o = n.outputs[0];
-      map[size_t(o)] = out.add_constant(cur.value(o).name, n.constant);
-      out.value(map[size_t(o)]).wrapped_number = cur.value(o).wrapped_number;
-      continue;
-    }
-    std::vector<Arg> args = n.args;
-    for (Arg& a : args) {
-      if (auto* t = std::get_if<TensorArg>(&a)) t->id = map[size_t(t->id)];
-      if (auto* l = std::get_if<TensorListArg>(&a))
-        for (ValueId& id : l->ids)
-          if (id != kNoValue) id = map[size_t(id)];
-    }
-    std::vector<std::string> names;
-    std::vector<TensorMeta> metas;
-    for (ValueId o : n.outputs) {
-      names.push_back(cur.value(o).name);
-      metas.push_back(cur.value(o).meta);
-    }
-    std::vector<ValueId> outs =
-        restrided ? out.add_op(n.op, std::move(args), names) : out.add_op(n.op, std::move(args), names, metas);
-    for (size_t k = 0; k < outs.size(); ++k) {
-      map[size_t(n.outputs[k])] = outs[k];
-      out.value(outs[k]).requires_grad = cur.value(n.outputs[k]).requires_grad;
-    }
-  }
-  std::vector<ValueId> outs;
-  for (ValueId id : m.outputs) outs.push_back(map[size_t(id)]);
-  out.set_outputs(outs);
-  return out;
+  for (size_t k = 0; k < m.to_constant.size(); ++k)
+    if (needed[size_t(m.to_constant[k])]) c.constant_as(m.to_constant[k], m.constants[k]);
+  c.options().infer_metas = restrided;  // downstream metas follow the new strides
+  for (size_t i = 0; i < cur.nodes().size(); ++i)
+    if (live[i]) c.copy_node(cur.nodes()[i]);
+  c.set_outputs(m.outputs);
+  return c.take();
 }
 
 uint64_t candidate_key(const graph::Graph& g) {

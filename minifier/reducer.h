@@ -71,7 +71,7 @@ struct ReduceStats {
   int cache_hits = 0;     // candidates answered from the verdict cache
   int accepted = 0;       // accepted steps
   int rejected_on_confirm = 0;  // candidates the quick test accepted but re-verification did not
-  std::map<std::string, int> observed;  // verdict kinds seen (e.g. crash: 12), for the summary
+  std::map<FailureKind, int> observed;  // verdict kinds seen (e.g. crash: 12), for the summary
   int start_ops = 0, ops = 0;
   double seconds = 0;     // elapsed, including time before a resume
   std::string strategy;   // the move being tried

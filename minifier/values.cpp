@@ -126,8 +126,7 @@ void record_reference(const graph::Graph& g, const std::vector<Tensor>& inputs, 
   // On one thread, like a forked child's reference run (repro/isolate.h): whatever an eager kernel splits by
   // thread count, a recorded value is then bit for bit what a candidate's own reference run computes (the
   // oracle relies on it, oracle.h). It also keeps the recording from stalling while another process holds
-  // the other cores: an OpenMP team waits at every op's barrier for a preempted member (measured: 0.3 s
-  // became 8-11 s on a busy 2-core machine).
+  // the other cores: an OpenMP team waits at every op's barrier for a preempted member (docs/benchmarks.md).
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   struct RestoreThreads { int n; ~RestoreThreads() { omp_set_num_threads(n); } } restore{threads};

@@ -5,8 +5,7 @@
 // temporary file beyond it (a 10000-node graph over 64K-element tensors holds 5 GB of fp64 intermediates).
 // The in-memory values live in a shared memory file (memfd) mapped MAP_SHARED, not on the heap: fork() copies
 // the page tables of private memory only, so a minifier holding 256 MB of values forks every candidate child
-// as cheaply as an empty one (the page tables of 256 MB of heap cost a fork about 10 ms, and the copy-on-write
-// faults after it as much again). Forked oracle children read values through the inherited mapping and file
+// as cheaply as an empty one (figures: docs/benchmarks.md, Figures behind code comments). Forked oracle children read values through the inherited mapping and file
 // descriptor; get() always hands out a copy, so a child can never write into the parent's values.
 #pragma once
 #include <cstdint>

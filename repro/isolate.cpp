@@ -136,20 +136,20 @@ IsolatedResult finish(Child& c, double timeout_s, double setup_s) {
   r.seconds = std::chrono::duration<double>(now - c.started).count();
   r.run_seconds = c.in_setup ? 0 : std::chrono::duration<double>(now - c.run_started).count();
   if (c.hung) {
-    r.kind = IsolatedResult::Kind::Hang;
+    r.kind = FailureKind::Hang;
     r.payload = c.in_setup ? fmt::format("no result after {} s: still in its setup step (compiling)", setup_s)
                            : fmt::format("no result after {} s", timeout_s);
   } else if (WIFSIGNALED(status)) {
-    r.kind = IsolatedResult::Kind::Crash;
+    r.kind = FailureKind::Crash;
     r.signal = WTERMSIG(status);
     r.payload = strsignal(r.signal);
   } else if (c.out.rfind("ok\n", 0) == 0) {
     r.payload = c.out.substr(3);
   } else if (c.out.rfind("error\n", 0) == 0) {
-    r.kind = IsolatedResult::Kind::Error;
+    r.kind = FailureKind::RuntimeError;
     r.payload = c.out.substr(6);
   } else {
-    r.kind = IsolatedResult::Kind::Crash;
+    r.kind = FailureKind::Crash;
     r.payload = fmt::format("the child exited with status {} without a result", WEXITSTATUS(status));
   }
   return r;

@@ -7,11 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "repro/failure.h"
+
 namespace kiln {
 
+// What a child came back with. `kind` is one of: None (the body returned: `payload` is its text),
+// RuntimeError (the body threw: the message), Crash (killed by a signal: its name; or no result), Hang (past its
+// time limit). classify() (failure.h) turns it into a failure signature.
 struct IsolatedResult {
-  enum class Kind { Ok, Error, Crash, Hang } kind = Kind::Ok;
-  std::string payload;  // Ok: what the body returned; Error: the kiln::Error message; Crash: the signal name
+  FailureKind kind = FailureKind::None;
+  std::string payload;
   int signal = 0;
   double seconds = 0;      // from the fork until the result came (or the child was killed)
   double run_seconds = 0;  // the part of `seconds` after the setup step (isolated_run_starts); all of it without one

@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 
 #include "core/hash.h"
@@ -18,40 +17,6 @@
 #include "kiln_version.h"
 
 namespace kiln {
-
-std::string normalize_failure_message(const std::string& msg) {
-  static const std::regex names(R"(%[A-Za-z_][A-Za-z0-9_.]*)"), numbers(R"([-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?)");
-  std::string s = std::regex_replace(msg, names, "%_");
-  s = std::regex_replace(s, numbers, "N");
-  return s;
-}
-
-bool same_failure(const FailureSignature& expected, const FailureSignature& actual) {
-  if (expected.kind != actual.kind) return false;
-  if (expected.kind == "compile_error" || expected.kind == "runtime_error")
-    return normalize_failure_message(expected.message) == normalize_failure_message(actual.message);
-  return true;  // crash, hang and accuracy failures match by kind
-}
-
-std::string encode_failure(const FailureSignature& f) {
-  return f.kind + (f.stage.empty() ? "" : "@" + f.stage) + "\n" + f.message;
-}
-
-FailureSignature decode_failure(const std::string& payload) {
-  size_t nl = payload.find('\n');
-  std::string head = payload.substr(0, nl);
-  FailureSignature f;
-  size_t at = head.find('@');
-  f.kind = head.substr(0, at);
-  if (at != std::string::npos) f.stage = head.substr(at + 1);
-  if (nl != std::string::npos) f.message = payload.substr(nl + 1);
-  return f;
-}
-
-std::string encode_backend_error(const std::exception& e) {
-  if (auto* c = dynamic_cast<const CompileError*>(&e)) return encode_failure({"compile_error", c->what(), c->stage()});
-  return encode_failure({"runtime_error", e.what()});
-}
 
 namespace {
 
@@ -128,23 +93,94 @@ std::string print_repro(const ReproFile& r) {
   return s;
 }
 
-ReproFile parse_repro(std::string_view text, const std::string& filename) {
-  ReproFile r;
-  r.format_version = 0;
-  size_t pos = 0;
+namespace {
+
+// Reads the header lines of one repro file into `r`; every error names the file and the line.
+class HeaderReader {
+ public:
+  HeaderReader(ReproFile& r, const std::string& filename)
+      : r_(r), filename_(filename), base_dir_(std::filesystem::path(filename).parent_path()) {}
   int line_no = 0;
-  auto err = [&](const std::string& what) { fail("{}:{}:1: {}", filename, line_no, what); };
-  const std::filesystem::path base_dir = std::filesystem::path(filename).parent_path();
-  // A path in the header, confined to the repro's directory (files.h).
-  auto confined = [&](const std::string& path, std::string_view what) {
+
+  [[noreturn]] void err(const std::string& what) const { fail("{}:{}:1: {}", filename_, line_no, what); }
+
+  void read(const std::string& key, const std::string& value) {
+    if (key == "kiln-repro") version(value);
+    else if (key == "kiln-version") r_.kiln_version = value;
+    else if (key == "git") r_.git_hash = value;
+    else if (key == "toolchain") r_.toolchain = value;
+    else if (key == "device") r_.device = value;
+    else if (key == "backend") r_.backend = value;
+    else if (key == "stage") r_.stage = value;
+    else if (key == "config") config(value);
+    else if (key == "inputs") inputs(value);
+    else if (key == "input-hash") input_hash(value);
+    else if (key == "tolerance") tolerance(value);
+    else if (key == "failure") r_.expected.kind = rethrown_here([&] { return parse_failure_kind(value, "failure"); });
+    else if (key == "message") r_.expected.message = json_string(value);
+    else err("unknown header key '" + key + "'");
+  }
+
+ private:
+  // `f()`, with a kiln::Error it throws reported at this line.
+  template <class F>
+  decltype(std::declval<F>()()) rethrown_here(F f) const {
     try {
-      confined_path(base_dir, path, what);
+      return f();
     } catch (const Error& e) {
       err(e.what());
     }
+  }
+
+  void version(const std::string& value) {
+    std::optional<int> version = parse_number<int>(value);
+    if (!version || *version < 1) err(fmt::format("invalid repro format version '{}' (expected a number such as 1)", value));
+    r_.format_version = *version;
+    KILN_CHECK(r_.format_version <= kReproFormatVersion, "{}:{}:1: this repro file has format version {}, written by a "
+               "newer kiln; this kiln ({}) reads format {} and older: upgrade kiln to run it", filename_, line_no,
+               r_.format_version, KILN_VERSION, kReproFormatVersion);
+  }
+
+  void config(const std::string& value) {
+    size_t eq = value.find('=');
+    if (eq == std::string::npos) err("config lines are NAME=VALUE, got '" + value + "'");
+    rethrown_here([&] {  // validates the value
+      ScopedOption check(repro_settable_option(value.substr(0, eq)), value.substr(eq + 1));
+      return 0;
+    });
+    r_.config[value.substr(0, eq)] = value.substr(eq + 1);
+  }
+
+  void inputs(const std::string& value) {
+    if (value.rfind("seed ", 0) == 0) {
+      r_.input_seed = parse_number<uint64_t>(value.substr(5));
+      if (!r_.input_seed) err(fmt::format("the input seed '{}' is not a number from 0 to 2^64-1", value.substr(5)));
+    } else if (value.rfind("npy ", 0) == 0) {
+      r_.input_dir = confined(json_string(value.substr(4)), "the input directory");
+    } else {
+      err("inputs are 'seed N' or 'npy \"DIR\"', got '" + value + "'");
+    }
+  }
+
+  void input_hash(const std::string& value) {
+    size_t sp = value.rfind(' ');
+    if (sp == std::string::npos) err("input-hash lines are '\"FILE\" HASH'");
+    r_.input_hashes[confined(json_string(value.substr(0, sp)), "the input file")] = value.substr(sp + 1);
+  }
+
+  void tolerance(const std::string& value) {
+    std::optional<double> tol = parse_number<double>(value);
+    if (!tol || !(*tol >= 0) || std::isinf(*tol)) err(fmt::format("the tolerance '{}' is not a number >= 0", value));
+    r_.tolerance = *tol;
+  }
+
+  // A path in the header, confined to the repro's directory (files.h).
+  std::string confined(const std::string& path, std::string_view what) const {
+    rethrown_here([&] { return confined_path(base_dir_, path, what); });
     return path;
-  };
-  auto json_string = [&](const std::string& v) -> std::string {
+  }
+
+  std::string json_string(const std::string& v) const {
     try {
       auto j = nlohmann::json::parse(v);
       if (!j.is_string()) err("expected a JSON string, got " + v);
@@ -152,70 +188,36 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
     } catch (const nlohmann::json::exception&) {
       err("expected a JSON string, got " + v);
     }
-    return {};
-  };
+  }
+
+  ReproFile& r_;
+  const std::string& filename_;
+  const std::filesystem::path base_dir_;
+};
+
+}  // namespace
+
+ReproFile parse_repro(std::string_view text, const std::string& filename) {
+  ReproFile r;
+  r.format_version = 0;
+  HeaderReader header(r, filename);
+  size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string line(text.substr(pos, end - pos));
-    ++line_no;
+    ++header.line_no;
     if (line.rfind("graph", 0) == 0) break;
     pos = end + 1;
     if (line.empty() || line[0] == '#') continue;
     size_t colon = line.find(": ");
-    if (colon == std::string::npos) err("expected 'key: value' or the graph, got '" + line + "'");
-    std::string key = line.substr(0, colon), value = line.substr(colon + 2);
-    if (key == "kiln-repro") {
-      std::optional<int> version = parse_number<int>(value);
-      if (!version || *version < 1) err(fmt::format("invalid repro format version '{}' (expected a number such as 1)", value));
-      r.format_version = *version;
-      KILN_CHECK(r.format_version <= kReproFormatVersion, "{}:{}:1: this repro file has format version {}, written by a "
-                 "newer kiln; this kiln ({}) reads format {} and older: upgrade kiln to run it", filename, line_no,
-                 r.format_version, KILN_VERSION, kReproFormatVersion);
-    } else if (key == "kiln-version") r.kiln_version = value;
-    else if (key == "git") r.git_hash = value;
-    else if (key == "toolchain") r.toolchain = value;
-    else if (key == "device") r.device = value;
-    else if (key == "backend") r.backend = value;
-    else if (key == "stage") r.stage = value;
-    else if (key == "config") {
-      size_t eq = value.find('=');
-      if (eq == std::string::npos) err("config lines are NAME=VALUE, got '" + value + "'");
-      try {
-        ScopedOption check(repro_settable_option(value.substr(0, eq)), value.substr(eq + 1));  // validates the value
-      } catch (const Error& e) {
-        err(e.what());
-      }
-      r.config[value.substr(0, eq)] = value.substr(eq + 1);
-    } else if (key == "inputs") {
-      if (value.rfind("seed ", 0) == 0) {
-        r.input_seed = parse_number<uint64_t>(value.substr(5));
-        if (!r.input_seed) err(fmt::format("the input seed '{}' is not a number from 0 to 2^64-1", value.substr(5)));
-      } else if (value.rfind("npy ", 0) == 0) {
-        r.input_dir = confined(json_string(value.substr(4)), "the input directory");
-      } else {
-        err("inputs are 'seed N' or 'npy \"DIR\"', got '" + value + "'");
-      }
-    } else if (key == "input-hash") {
-      size_t sp = value.rfind(' ');
-      if (sp == std::string::npos) err("input-hash lines are '\"FILE\" HASH'");
-      r.input_hashes[confined(json_string(value.substr(0, sp)), "the input file")] = value.substr(sp + 1);
-    } else if (key == "tolerance") {
-      std::optional<double> tol = parse_number<double>(value);
-      if (!tol || !(*tol >= 0) || std::isinf(*tol)) err(fmt::format("the tolerance '{}' is not a number >= 0", value));
-      r.tolerance = *tol;
-    } else if (key == "failure") r.expected.kind = value;
-    else if (key == "message") r.expected.message = json_string(value);
-    else err("unknown header key '" + key + "'");
+    if (colon == std::string::npos) header.err("expected 'key: value' or the graph, got '" + line + "'");
+    header.read(line.substr(0, colon), line.substr(colon + 2));
   }
   KILN_CHECK(r.format_version > 0, "{}: not a kiln repro file (no 'kiln-repro: N' line)", filename);
   KILN_CHECK(pos < text.size(), "{}: the repro file has no graph section", filename);
-  static const char* kinds[] = {"none", "compile_error", "runtime_error", "crash", "hang", "accuracy"};
-  KILN_CHECK(std::find(std::begin(kinds), std::end(kinds), r.expected.kind) != std::end(kinds),
-             "{}: unknown failure kind '{}' (valid: compile_error, runtime_error, crash, hang, accuracy)", filename,
-             r.expected.kind);
   // The graph keeps its line numbers: pad with the header's lines so locations point into this file.
-  std::string graph_text(size_t(line_no - 1), '\n');
+  std::string graph_text(size_t(header.line_no - 1), '\n');
   graph_text += std::string(text.substr(pos));
   r.graph = graph::parse_graph(graph_text, filename);
   return r;

@@ -12,31 +12,11 @@
 #include "core/files.h"
 #include "core/options.h"
 #include "graph/graph.h"
+#include "repro/failure.h"
 
 namespace kiln {
 
 inline constexpr int kReproFormatVersion = 1;
-
-// What went wrong. Kinds: compile_error, runtime_error, crash, hang, accuracy; "none" means it ran fine.
-struct FailureSignature {
-  FailureSignature() = default;
-  FailureSignature(std::string kind, std::string message, std::string stage = "")
-      : kind(std::move(kind)), message(std::move(message)), stage(std::move(stage)) {}
-  std::string kind = "none";
-  std::string message;  // the error message, the signal, or the comparator's verdict
-  std::string stage;    // the compiler stage that raised a compile error (CompileError::stage), when known
-  bool failed() const { return kind != "none"; }
-};
-
-// How a forked child reports what happened to its parent: "<kind>[@<stage>]\n<message>", and back.
-std::string encode_failure(const FailureSignature& f);
-FailureSignature decode_failure(const std::string& payload);
-// The report of an exception thrown by a backend: compile_error (with its stage) or runtime_error.
-std::string encode_backend_error(const std::exception& e);
-
-// Errors equal "modulo names and numbers": %value names and digits are masked before comparing.
-std::string normalize_failure_message(const std::string& msg);
-bool same_failure(const FailureSignature& expected, const FailureSignature& actual);
 
 struct ReproFile {
   int format_version = kReproFormatVersion;

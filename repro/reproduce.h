@@ -1,11 +1,12 @@
-// Re-running a repro file: builds its inputs, applies its configuration, runs its graph on its backend in an
-// isolated child (so a crash or hang is an answer), and classifies what happened with the same rules the
-// minifier uses: compile_error, runtime_error, crash, hang, accuracy (the comparator against fp64), or none.
+// Re-running a repro file: builds its inputs, applies its configuration, and asks the failure oracle
+// (oracle.h) what the graph shows on its backend now: compile_error, runtime_error, crash, hang, accuracy (the
+// comparator against fp64), or none; then whether that is the recorded failure (same_failure, failure.h).
 #pragma once
-#include <functional>
 #include <string>
+#include <vector>
 
 #include "api/backends.h"
+#include "repro/oracle.h"
 #include "repro/repro.h"
 
 namespace kiln {
@@ -19,12 +20,6 @@ struct ReproOutcome {
 
 // The inputs a repro describes (seed, or .npy files relative to the repro's directory, hash-checked).
 std::vector<Tensor> repro_inputs(const ReproFile& r, const std::string& repro_path);
-
-// Runs `g` on `backend` with `inputs` and reports the failure it shows (kind "none" if it passes the
-// comparator against the fp64 reference). Throws kiln::Error when the reference run itself fails: such a
-// graph cannot show a backend bug.
-FailureSignature classify_run(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
-                              double tolerance, double timeout_s);
 
 ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double timeout_s);
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/log.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "core/options.h"
 #include "backends/cpu/jit.h"
 #include "cli_run.h"

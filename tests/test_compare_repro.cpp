@@ -14,7 +14,8 @@
 #include "repro/isolate.h"
 #include "repro/repro.h"
 #include "repro/reproduce.h"
-#include "core/npy.h"
+#include "oracle_testing.h"
+#include "eager/npy.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 
@@ -74,18 +75,18 @@ TEST(Compare, NanIntegerAndShapeRules) {
 TEST(Isolate, CrashesHangsAndErrorsAreResults) {
   sum(ones({1 << 20})).item();  // the parent has used its thread pool before forking
   IsolatedResult ok = run_isolated([] { return std::to_string(sum(ones({1 << 20})).item<double>()); }, 30);
-  EXPECT_EQ(ok.kind, IsolatedResult::Kind::Ok);
+  EXPECT_EQ(ok.kind, FailureKind::None);
   EXPECT_EQ(ok.payload, "1048576.000000");
   IsolatedResult err = run_isolated([]() -> std::string { add(ones({2}), ones({3})); return ""; }, 30);
-  EXPECT_EQ(err.kind, IsolatedResult::Kind::Error);
+  EXPECT_EQ(err.kind, FailureKind::RuntimeError);
   EXPECT_NE(err.payload.find("broadcast"), std::string::npos);
   IsolatedResult crash = run_isolated([]() -> std::string { raise(SIGSEGV); return ""; }, 30);
-  EXPECT_EQ(crash.kind, IsolatedResult::Kind::Crash);
+  EXPECT_EQ(crash.kind, FailureKind::Crash);
 #if !defined(__SANITIZE_ADDRESS__)  // under ASan its own handler reports the SEGV and exits instead
   EXPECT_EQ(crash.signal, SIGSEGV);
 #endif
   IsolatedResult hang = run_isolated([]() -> std::string { for (;;) pause(); }, 0.5);
-  EXPECT_EQ(hang.kind, IsolatedResult::Kind::Hang);
+  EXPECT_EQ(hang.kind, FailureKind::Hang);
 }
 
 TEST(Isolate, BesideRunsBothAndAResultThatCameInTimeIsNotAHang) {
@@ -96,24 +97,24 @@ TEST(Isolate, BesideRunsBothAndAResultThatCameInTimeIsNotAHang) {
     ran_beside = true;
   });
   EXPECT_TRUE(ran_beside);
-  EXPECT_EQ(r.kind, IsolatedResult::Kind::Ok);
+  EXPECT_EQ(r.kind, FailureKind::None);
   EXPECT_EQ(r.payload, "answer");
   EXPECT_LT(r.seconds, 5.0);
   // A child still without a result at its limit is a hang, found once the parent's work is done.
   IsolatedResult hang = run_isolated_beside([]() -> std::string { for (;;) pause(); }, 0.2, [] {});
-  EXPECT_EQ(hang.kind, IsolatedResult::Kind::Hang);
+  EXPECT_EQ(hang.kind, FailureKind::Hang);
   // The parent's exception propagates (the child is killed and reaped).
   EXPECT_THROW(run_isolated_beside([]() -> std::string { for (;;) pause(); }, 30, [] { fail("beside failed"); }),
                Error);
 }
 
 TEST(Repro, FailureMessagesMatchModuloNamesAndNumbers) {
-  FailureSignature a{"runtime_error", "index 7 is out of range for %x_3 of size 5"};
-  FailureSignature b{"runtime_error", "index 12 is out of range for %y of size 2"};
-  FailureSignature c{"runtime_error", "shapes cannot be broadcast"};
+  FailureSignature a{FailureKind::RuntimeError, "index 7 is out of range for %x_3 of size 5"};
+  FailureSignature b{FailureKind::RuntimeError, "index 12 is out of range for %y of size 2"};
+  FailureSignature c{FailureKind::RuntimeError, "shapes cannot be broadcast"};
   EXPECT_TRUE(same_failure(a, b));
   EXPECT_FALSE(same_failure(a, c));
-  EXPECT_FALSE(same_failure(a, FailureSignature{"crash", a.message}));
+  EXPECT_FALSE(same_failure(a, FailureSignature{FailureKind::Crash, a.message}));
 }
 
 TEST(Repro, RoundTripsAndRejectsNewerVersions) {
@@ -125,7 +126,7 @@ TEST(Repro, RoundTripsAndRejectsNewerVersions) {
   r.backend = "inductor";
   r.config["KILN_INJECT"] = "relu:accuracy";
   r.input_seed = 3;
-  r.expected = {"runtime_error", "line one\nline \"two\""};
+  r.expected = {FailureKind::RuntimeError, "line one\nline \"two\""};
   std::string text = print_repro(r);
   ReproFile back = parse_repro(text, "r.kir");
   EXPECT_EQ(print_repro(back), text);
@@ -182,14 +183,14 @@ TEST(Repro, ReproduceClassifiesEachFailureKind) {
   register_broken_backends();
   graph::Graph g = relu_graph();
   std::vector<Tensor> in = graph::seeded_inputs(g, 0);
-  EXPECT_EQ(classify_run(g, in, "eager", 1e-4, 30).kind, "none");
-  EXPECT_EQ(classify_run(g, in, "test_relu_runtime_error", 1e-4, 30).kind, "runtime_error");
-  EXPECT_EQ(classify_run(g, in, "test_relu_compile_error", 1e-4, 30).kind, "compile_error");
-  EXPECT_EQ(classify_run(g, in, "test_relu_crash", 1e-4, 30).kind, "crash");
-  FailureSignature acc = classify_run(g, in, "test_relu_accuracy", 1e-4, 30);
-  EXPECT_EQ(acc.kind, "accuracy");
+  EXPECT_EQ(classify_on("eager", g, in, 30).kind, FailureKind::None);
+  EXPECT_EQ(classify_on("test_relu_runtime_error", g, in, 30).kind, FailureKind::RuntimeError);
+  EXPECT_EQ(classify_on("test_relu_compile_error", g, in, 30).kind, FailureKind::CompileError);
+  EXPECT_EQ(classify_on("test_relu_crash", g, in, 30).kind, FailureKind::Crash);
+  FailureSignature acc = classify_on("test_relu_accuracy", g, in, 30);
+  EXPECT_EQ(acc.kind, FailureKind::Accuracy);
   EXPECT_NE(acc.message.find("FAIL"), std::string::npos) << acc.message;
-  EXPECT_THROW(classify_run(g, in, "no_such_backend", 1e-4, 30), Error);
+  EXPECT_THROW(classify_on("no_such_backend", g, in, 30), Error);
 }
 
 TEST(Repro, ARecordedFailureReproducesUntilFixed) {
@@ -197,7 +198,7 @@ TEST(Repro, ARecordedFailureReproducesUntilFixed) {
   ReproFile r = make_repro(relu_graph());
   r.backend = "test_relu_runtime_error";
   r.input_seed = 1;
-  r.expected = {"runtime_error", "relu kernel 9 failed at element 2"};  // same modulo numbers
+  r.expected = {FailureKind::RuntimeError, "relu kernel 9 failed at element 2"};  // same modulo numbers
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "kiln_repro_test";
   std::filesystem::create_directories(dir);
   std::string path = (dir / "r.repro").string();
@@ -213,14 +214,14 @@ TEST(Repro, ARecordedFailureReproducesUntilFixed) {
   save_repro(r, path);
   ReproOutcome other = reproduce(load_repro(path), path, 30);
   EXPECT_FALSE(other.reproduces);
-  EXPECT_EQ(other.observed.kind, "crash");
+  EXPECT_EQ(other.observed.kind, FailureKind::Crash);
   // inputs from .npy files are hash-checked
   r.input_seed.reset();
   r.input_dir = "inputs";
   graph::save_inputs(r.graph, graph::seeded_inputs(r.graph, 2), (dir / "inputs").string());
   r.input_hashes["x.npy"] = content_hash_of_file((dir / "inputs" / "x.npy").string());
   r.backend = "test_relu_accuracy";
-  r.expected = {"accuracy", ""};
+  r.expected = {FailureKind::Accuracy, ""};
   save_repro(r, path);
   EXPECT_TRUE(reproduce(load_repro(path), path, 30).reproduces);
   write_npy((dir / "inputs" / "x.npy").string(), zeros({4, 8}));

@@ -21,7 +21,7 @@
 
 #include "core/files.h"
 #include "core/hash.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/text.h"

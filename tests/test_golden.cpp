@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "eager/autograd.h"
 #include "eager/loops.h"
 #include "ops/dispatch.h"

@@ -669,7 +669,7 @@ TEST(InductorInject, CrashIsASignalInTheKernel) {
     (*compile(g))(inputs);
     return std::string("no crash");
   }, 60);
-  EXPECT_EQ(r.kind, IsolatedResult::Kind::Crash) << r.payload;
+  EXPECT_EQ(r.kind, FailureKind::Crash) << r.payload;
 }
 
 TEST(InductorInject, AccuracyMakesReluComputeXPlusOne) {

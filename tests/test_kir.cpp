@@ -13,7 +13,7 @@
 #include <map>
 #include <set>
 
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "graph/text.h"
 #include "ops/api.h"
 

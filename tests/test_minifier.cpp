@@ -2,7 +2,7 @@
 // written repro reproduces; crashes in candidates are verdicts; compile_error candidates are compiled, not
 // run; a different bug is never minified; an interrupted run resumes to the same result; the result always
 // fails; recorded values spill to disk.
-// The backend under test is one constant (kBackend): "inject_test" until the inductor lands, then "inductor".
+// The backend under test is one constant (kBackend): the inductor, whose injected bugs live in its lowering.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <rapidcheck.h>
@@ -26,6 +26,7 @@
 #include "ops/api.h"
 #include "repro/isolate.h"
 #include "repro/reproduce.h"
+#include "oracle_testing.h"
 
 using namespace kiln;
 using namespace kiln::minify;
@@ -88,14 +89,14 @@ TEST_P(MinifyInjected, ShrinksToTheReluAndItsReproReproduces) {
   std::vector<Tensor> inputs = graph::seeded_inputs(t.graph, 0);
   std::string out = temp_dir(c.kind + std::to_string(c.nodes)) + "/min.repro";
   MinifyResult r = minify::minify(t.graph, inputs, options(out));
-  EXPECT_EQ(r.original.kind, c.kind) << r.original.message;
+  EXPECT_EQ(failure_kind_name(r.original.kind), c.kind) << r.original.message;
   expect_just_the_relu(r.graph, t.relu_input);
-  EXPECT_EQ(r.failure.kind, c.kind);
+  EXPECT_EQ(failure_kind_name(r.failure.kind), c.kind);
   EXPECT_TRUE(r.reverified) << r.reverify_message;
   EXPECT_EQ(r.stats.start_ops, c.nodes);
   // The file as a user gets it: `kiln repro run` semantics, in this process.
   ReproFile rf = load_repro(out);
-  EXPECT_EQ(rf.expected.kind, c.kind);
+  EXPECT_EQ(failure_kind_name(rf.expected.kind), c.kind);
   EXPECT_EQ(rf.config.at("KILN_INJECT"), "relu:" + c.kind);
   ReproOutcome o = reproduce(rf, out, 30);
   EXPECT_TRUE(o.reproduces) << o.observed.kind << ": " << o.observed.message;
@@ -122,9 +123,9 @@ TEST(Minifier, ACrashInACandidateIsAVerdictNotTheEndOfTheRun) {
   MinifyOptions o = options(temp_dir("crashy") + "/m.repro");
   o.backend = "inject_test_run_only";
   MinifyResult r = minify::minify(t.graph, graph::seeded_inputs(t.graph, 0), o);
-  EXPECT_EQ(r.original.kind, "compile_error");
+  EXPECT_EQ(r.original.kind, FailureKind::CompileError);
   expect_just_the_relu(r.graph, t.relu_input);
-  EXPECT_GT(r.stats.observed["crash"], 0) << "no candidate crashed: the test does not test anything";
+  EXPECT_GT(r.stats.observed[FailureKind::Crash], 0) << "no candidate crashed: the test does not test anything";
 }
 
 TEST(Minifier, CompileErrorCandidatesAreCompiledNotRun) {
@@ -136,10 +137,10 @@ TEST(Minifier, CompileErrorCandidatesAreCompiledNotRun) {
   TestGraph t = relu_test_graph(200, 11);
   std::string out = temp_dir("compile_only") + "/m.repro";
   MinifyResult r = minify::minify(t.graph, graph::seeded_inputs(t.graph, 0), options(out));
-  EXPECT_EQ(r.original.kind, "compile_error");
+  EXPECT_EQ(r.original.kind, FailureKind::CompileError);
   expect_just_the_relu(r.graph, t.relu_input);
-  EXPECT_EQ(r.stats.observed["crash"], 0) << "a compile_error candidate was run";
-  EXPECT_GT(r.stats.observed["none"], 0) << "no candidate compiled: the test does not test anything";
+  EXPECT_EQ(r.stats.observed[FailureKind::Crash], 0) << "a compile_error candidate was run";
+  EXPECT_GT(r.stats.observed[FailureKind::None], 0) << "no candidate compiled: the test does not test anything";
   EXPECT_TRUE(r.reverified) << r.reverify_message;
   EXPECT_TRUE(reproduce(load_repro(out), out, 30).reproduces);
 }
@@ -160,7 +161,7 @@ TEST(Minifier, NeverMinifiesOntoADifferentBug) {
   MinifyResult res = minify::minify(g, graph::seeded_inputs(g, 0), options(temp_dir("other") + "/m.repro"));
   EXPECT_NE(res.original.message.find("relu"), std::string::npos) << res.original.message;
   expect_just_the_relu(res.graph, "a");
-  EXPECT_GT(res.stats.observed["runtime_error"], 1) << "no candidate showed the other bug";
+  EXPECT_GT(res.stats.observed[FailureKind::RuntimeError], 1) << "no candidate showed the other bug";
   // With a check string matching both, any injected runtime error counts: the reduction may end on a sigmoid.
   MinifyOptions o = options(temp_dir("other2") + "/m.repro");
   o.check_str = "injected runtime error";
@@ -295,8 +296,8 @@ RC_GTEST_PROP(MinifierProps, ReducesAnyGraphToTheRelu, ()) {
   TestGraph t = relu_test_graph(nodes, seed, 2, 3, relu_at);
   FnOracle oracle([](const graph::Graph& g) {
     for (const graph::Node& n : g.nodes())
-      if (n.kind == graph::NodeKind::Op && n.op == OpId::relu) return Verdict{true, {"runtime_error", "relu"}};
-    return Verdict{false, {"none", ""}};
+      if (n.kind == graph::NodeKind::Op && n.op == OpId::relu) return Verdict{true, {FailureKind::RuntimeError, "relu"}};
+    return Verdict{false, {FailureKind::None, ""}};
   });
   ReduceStats stats;
   ReduceOptions ro;
@@ -314,7 +315,7 @@ RC_GTEST_PROP(MinifierProps, ReducesAnyGraphToTheRelu, ()) {
 }
 
 // With the real backend oracle: whatever the kind and position, the result fails the same way when re-run
-// from scratch (classify_run, as `kiln repro run` does) and is the relu.
+// from scratch (FailureOracle::classify, as `kiln repro run` does) and is the relu.
 RC_GTEST_PROP(MinifierProps, TheResultAlwaysFailsTheSameWay, ()) {
   register_inject_test_backend();
   const std::string kind = *rc::gen::element<std::string>("compile_error", "runtime_error", "accuracy", "crash");
@@ -328,8 +329,8 @@ RC_GTEST_PROP(MinifierProps, TheResultAlwaysFailsTheSameWay, ()) {
   o.backend = kBackend;
   MinifyResult r = minify::minify(t.graph, inputs, o);
   RC_ASSERT(r.reverified);
-  FailureSignature again = classify_run(r.graph, r.inputs, kBackend, 1e-4, 30);
-  RC_ASSERT(again.kind == kind);
+  FailureSignature again = classify_on(kBackend, r.graph, r.inputs, 30);
+  RC_ASSERT(failure_kind_name(again.kind) == kind);
   RC_ASSERT(r.graph.num_op_nodes() == 1);
 }
 
@@ -340,7 +341,7 @@ TEST(Minifier, EmittedProgramsKeepHostileNamesAsData) {
       "graph g(%\")KIR\\\"; int evil; //\": f32[2]) {\n  %y = relu(%\")KIR\\\"; int evil; //\") : f32[2]\n  return %y\n}\n",
       "hostile.kir"));
   r.input_seed = 0;
-  r.expected = {"runtime_error", "boom"};
+  r.expected = {FailureKind::RuntimeError, "boom"};
   const std::string path = temp_dir("hostile") + "/bad\nname.repro";
   std::string cpp = emit_cpp(r, path);
   EXPECT_EQ(cpp.find(")KIR\";"), std::string::npos) << cpp;  // no raw string a name could close
@@ -365,7 +366,8 @@ TEST(Minifier, EmitsATorchScriptAndACppProgramOfTheRepro) {
   EXPECT_NE(py.find("load(\"" + t.relu_input + ".npy\", torch.float32)"), std::string::npos) << py;  // run by test_cli_suite
   std::string cpp = emit_cpp(r, out);
   EXPECT_NE(cpp.find("relu(%" + t.relu_input + ")"), std::string::npos) << cpp;
-  EXPECT_NE(cpp.find("classify_run(g, inputs, \"" + kBackend + "\""), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("oracle.backend = \"" + kBackend + "\""), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("FailureOracle(oracle).classify(g, inputs)"), std::string::npos) << cpp;
   if (std::system("python3 -c 'import ast' > /dev/null 2>&1") == 0) {  // the script is valid Python
     std::string path = fs::path(out).parent_path() / "m.py";
     std::ofstream(path) << py;
@@ -406,7 +408,7 @@ TEST(Minifier, ReproHookWritesAndMinifiesByLevel) {
   std::string dir = temp_dir("hook");
   ScopedOption debug(Opt::DebugDir, dir);
   TestGraph t = relu_test_graph(40, 4);
-  FailureSignature f{"compile_error", "relu: injected compile error: the lowering of %v20 emits invalid IR "
+  FailureSignature f{FailureKind::CompileError, "relu: injected compile error: the lowering of %v20 emits invalid IR "
                                       "(KILN_INJECT=relu:compile_error)"};
   {
     ScopedOption off(Opt::ReproAfter, "");
@@ -420,7 +422,7 @@ TEST(Minifier, ReproHookWritesAndMinifiesByLevel) {
     std::string path = on_compile_failure(t.graph, nullptr, f, kBackend);
     ASSERT_FALSE(path.empty());
     EXPECT_EQ(load_repro(path).graph.num_op_nodes(), 40);  // level 1: written, not minified
-    EXPECT_EQ(on_compile_failure(t.graph, nullptr, {"runtime_error", "x"}, kBackend), "");  // level 3 only
+    EXPECT_EQ(on_compile_failure(t.graph, nullptr, {FailureKind::RuntimeError, "x"}, kBackend), "");  // level 3 only
   }
   ScopedOption level(Opt::ReproLevel, "2");
   std::string path = on_compile_failure(t.graph, nullptr, f, kBackend);

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "eager/loops.h"
 
 using namespace kiln;

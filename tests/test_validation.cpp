@@ -33,6 +33,7 @@
 #include "ops/api.h"
 #include "repro/isolate.h"
 #include "repro/reproduce.h"
+#include "oracle_testing.h"
 #include "cli_run.h"
 
 extern char** environ;
@@ -331,15 +332,15 @@ TEST(TimeLimits, TheSetupStepHasItsOwnLimit) {
     return std::string("done");
   };
   IsolatedResult ok = run_isolated(slow_setup, 1, 60);
-  EXPECT_EQ(ok.kind, IsolatedResult::Kind::Ok) << ok.payload;
+  EXPECT_EQ(ok.kind, FailureKind::None) << ok.payload;
   EXPECT_EQ(ok.payload, "done");
   EXPECT_LT(ok.run_seconds, ok.seconds);
   // Without a setup allowance the same body is a hang; a run past its limit after the setup is one too.
-  EXPECT_EQ(run_isolated(slow_setup, 1).kind, IsolatedResult::Kind::Hang);
+  EXPECT_EQ(run_isolated(slow_setup, 1).kind, FailureKind::Hang);
   IsolatedResult run_hang = run_isolated([]() -> std::string { isolated_run_starts(); for (;;) ::pause(); }, 1, 60);
-  EXPECT_EQ(run_hang.kind, IsolatedResult::Kind::Hang);
+  EXPECT_EQ(run_hang.kind, FailureKind::Hang);
   IsolatedResult setup_hang = run_isolated([]() -> std::string { for (;;) ::pause(); }, 60, 1);
-  EXPECT_EQ(setup_hang.kind, IsolatedResult::Kind::Hang);
+  EXPECT_EQ(setup_hang.kind, FailureKind::Hang);
   EXPECT_NE(setup_hang.payload.find("setup step"), std::string::npos) << setup_hang.payload;
   // Limits must make sense.
   EXPECT_THROW(run_isolated([] { return std::string(); }, 0), Error);
@@ -352,8 +353,8 @@ TEST(TimeLimits, AColdCompileLongerThanTheTimeoutIsNotAHang) {
   graph::Graph g = relu_graph();
   std::vector<Tensor> in = graph::seeded_inputs(g, 0);
   // `kiln repro run`'s classification
-  EXPECT_EQ(classify_run(g, in, "test_slow_compile", 1e-4, 1).kind, "none");
-  EXPECT_EQ(classify_run(g, in, "test_slow_compile_hang", 1e-4, 1).kind, "hang");
+  EXPECT_EQ(classify_on("test_slow_compile", g, in, 1).kind, FailureKind::None);
+  EXPECT_EQ(classify_on("test_slow_compile_hang", g, in, 1).kind, FailureKind::Hang);
   // the minifier's oracle
   minify::ValueStore store(1 << 20);
   minify::record_reference(g, in, default_generator(), store);
@@ -361,10 +362,10 @@ TEST(TimeLimits, AColdCompileLongerThanTheTimeoutIsNotAHang) {
   minify::ForkOracleOptions o;
   o.backend = "test_slow_compile";
   o.timeout_s = 1;
-  o.target.failure = {"accuracy", ""};
-  EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, "none");
+  o.target.failure = {FailureKind::Accuracy, ""};
+  EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, FailureKind::None);
   o.backend = "test_slow_compile_hang";
-  EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, "hang");
+  EXPECT_EQ(minify::ForkOracle(src, o).classify(g).kind, FailureKind::Hang);
 }
 
 // The library entry points reject the values the CLI rejects (a program calling them directly types them too).
@@ -372,9 +373,9 @@ TEST(TimeLimits, LibraryEntryPointsRejectBadLimits) {
   graph::Graph g = relu_graph();
   std::vector<Tensor> in = graph::seeded_inputs(g, 0);
   for (double bad : {0.0, -5.0, double(NAN), double(INFINITY)}) {
-    EXPECT_THROW(classify_run(g, in, "eager", 1e-4, bad), Error) << bad;
+    EXPECT_THROW(classify_on("eager", g, in, bad), Error) << bad;
     if (bad != 0.0) {
-      EXPECT_THROW(classify_run(g, in, "eager", bad, 30), Error) << bad;
+      EXPECT_THROW(classify_on("eager", g, in, 30, bad), Error) << bad;
     }
   }
   minify::register_inject_test_backend();
@@ -412,7 +413,7 @@ TEST(MinifierFailures, AStoreFailureIsReportedAsItselfNotAsTheGraphs) {
   o.backend = "eager";
   minify::ForkOracle oracle(src, o);
   IsolatedResult r;
-  r.kind = IsolatedResult::Kind::Error;
+  r.kind = FailureKind::RuntimeError;
   r.payload = "reading a recorded value back from the spill file failed: Input/output error";
   try {
     oracle.judge(r);

@@ -10,7 +10,7 @@
 
 #include "api/backends.h"
 #include "core/files.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/compare.h"

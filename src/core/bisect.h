@@ -1,5 +1,5 @@
-// The bisection hook (decision 4): every subsystem site (each pass application now; lowerings,
-// decompositions and fusions later) asks should_run() before it acts. The hook counts applications per
+// The bisection hook (decision 4): every subsystem site (each pass application, decomposition, lowering,
+// inlining and fusion, and each scheduler placement) asks should_run() before it acts. The hook counts applications per
 // (stage, subsystem) and per stage, and refuses those that KILN_BISECT_DISABLE / KILN_BISECT_LIMIT exclude,
 // so a bisector can switch off the Nth application and search for the first one that breaks a result.
 // Skipping an application must leave a correct (possibly slower) program. See docs/options.md, Bisection.

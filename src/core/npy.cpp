@@ -1,5 +1,6 @@
-// NumPy .npy reader and writer: the header (a Python dict literal with 'descr', 'fortran_order' and 'shape')
-// is parsed by a small literal parser; the data is read straight into the tensor's storage.
+// NumPy .npy reader and writer over raw buffers: the header (a Python dict literal with 'descr',
+// 'fortran_order' and 'shape') is parsed by a small literal parser; the data is read straight into the
+// buffer the caller allocates (eager/npy.h: a tensor's storage).
 #include "core/npy.h"
 
 #include <unistd.h>
@@ -13,8 +14,10 @@
 #include <fstream>
 #include <map>
 
+#include <fmt/ranges.h>
+
+#include "core/error.h"
 #include "core/files.h"
-#include "eager/loops.h"
 
 namespace kiln {
 namespace {
@@ -171,13 +174,6 @@ uint32_t read_le(const unsigned char* p, int bytes) {
   return v;
 }
 
-struct NpyHeader {
-  DType dtype = DType::F32;
-  bool raw_u16 = false;  // '<u2': only readable as bf16 bits
-  bool fortran_order = false;
-  Shape shape;
-};
-
 NpyHeader parse_header(std::string_view text, const std::string& path, std::optional<DType> as) {
   std::map<std::string, HeaderValue> dict = HeaderParser(text, path).parse_dict();
   for (const char* key : {"descr", "fortran_order", "shape"})
@@ -224,18 +220,20 @@ NpyHeader parse_header(std::string_view text, const std::string& path, std::opti
   return h;
 }
 
-std::string header_text(const Tensor& t) {
+std::string header_text(DType dtype, const std::vector<int64_t>& sizes) {
   std::string shape = "(";
-  for (size_t i = 0; i < t.sizes().size(); ++i) shape += fmt::format("{}, ", t.sizes()[i]);
-  if (t.sizes().size() > 1) shape.resize(shape.size() - 2);
-  else if (t.sizes().size() == 1) shape.resize(shape.size() - 1);  // "(3,)"
+  for (size_t i = 0; i < sizes.size(); ++i) shape += fmt::format("{}, ", sizes[i]);
+  if (sizes.size() > 1) shape.resize(shape.size() - 2);
+  else if (sizes.size() == 1) shape.resize(shape.size() - 1);  // "(3,)"
   shape += ")";
-  return fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.dtype()), shape);
+  return fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(dtype), shape);
 }
+
+std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
 
 }  // namespace
 
-Tensor read_npy(const std::string& path, std::optional<DType> as) {
+NpyHeader read_npy_file(const std::string& path, std::optional<DType> as, const NpyAllocate& allocate) {
   InputFile in(path, ".npy file", kMaxNpyFileBytes);
   std::array<unsigned char, 8> pre{};
   KILN_CHECK(in.read(pre.data(), 8) == 8 && std::memcmp(pre.data(), kMagic, kMagicLen) == 0,
@@ -260,44 +258,29 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
   int64_t numel = 1;
   for (int64_t d : h.shape)
     KILN_CHECK(!__builtin_mul_overflow(numel, d, &numel), "read_npy: {}: the shape {} has too many elements", path,
-               shape_str(h.shape));
+               shape_text(h.shape));
   int64_t bytes = 0;
   KILN_CHECK(!__builtin_mul_overflow(numel, int64_t(dtype_size(h.dtype)), &bytes), "read_npy: {}: the shape {} has "
-             "too many elements", path, shape_str(h.shape));
+             "too many elements", path, shape_text(h.shape));
   const int64_t have = in.size() - preamble - int64_t(header_len);
   KILN_CHECK(have >= bytes, "read_npy: {}: truncated data: shape {} of {} needs {} bytes but the file has {}", path,
-             shape_str(h.shape), dtype_name(h.dtype), bytes, have);
+             shape_text(h.shape), dtype_name(h.dtype), bytes, have);
   KILN_CHECK(have == bytes, "read_npy: {}: size mismatch: the file has more data than shape {} of {} needs ({} "
-             "bytes)", path, shape_str(h.shape), dtype_name(h.dtype), bytes);
+             "bytes)", path, shape_text(h.shape), dtype_name(h.dtype), bytes);
 
-  // Fortran order: the data is the row-major layout of the reversed shape, i.e. column-major strides.
-  Tensor file_layout;
-  if (h.fortran_order) {
-    Shape strides(h.shape.size());
-    int64_t st = 1;
-    for (size_t d = 0; d < h.shape.size(); ++d) {
-      strides[d] = st;
-      st *= std::max<int64_t>(h.shape[d], 1);
-    }
-    file_layout = Tensor::empty_strided(h.shape, strides, h.dtype);
-  } else {
-    file_layout = Tensor::empty(h.shape, h.dtype);
-  }
-  int64_t got = bytes > 0 ? in.read(file_layout.data_ptr(), bytes) : 0;
+  void* data = allocate(h);
+  int64_t got = bytes > 0 ? in.read(data, bytes) : 0;
   KILN_CHECK(got == bytes, "read_npy: {}: truncated data: shape {} of {} needs {} bytes but the file has {}", path,
-             shape_str(h.shape), dtype_name(h.dtype), bytes, got);
+             shape_text(h.shape), dtype_name(h.dtype), bytes, got);
   if (h.dtype == DType::Bool) {  // normalise to 0/1 so every byte is a valid bool
-    auto* p = static_cast<unsigned char*>(file_layout.data_ptr());
-    for (int64_t i = 0; i < file_layout.numel(); ++i) p[i] = p[i] != 0;
+    auto* p = static_cast<unsigned char*>(data);
+    for (int64_t i = 0; i < bytes; ++i) p[i] = p[i] != 0;
   }
-  return h.fortran_order ? as_contiguous_dtype(file_layout, h.dtype) : file_layout;
+  return h;
 }
 
-void write_npy(const std::string& path, const Tensor& t) {
-  KILN_CHECK(t.defined(), "write_npy: {}: the tensor is undefined", path);
-  KILN_CHECK(!t.is_meta(), "write_npy: {}: {} is a meta tensor (it has no data)", path, t.str());
-  Tensor data = as_contiguous_dtype(t, t.dtype());
-  std::string header = header_text(data);
+void write_npy_file(const std::string& path, DType dtype, const std::vector<int64_t>& sizes, const void* data) {
+  std::string header = header_text(dtype, sizes);
   // Pad with spaces so that magic + version + length + header + '\n' is a multiple of 64 bytes.
   auto pad_header = [&](size_t len_bytes) {
     size_t total = kMagicLen + 2 + len_bytes + header.size() + 1;
@@ -319,8 +302,9 @@ void write_npy(const std::string& path, const Tensor& t) {
     for (size_t i = 0; i < len_bytes; ++i) len[i] = char((n >> (8 * i)) & 0xff);
     write(len, len_bytes);
     write(padded.data(), padded.size());
-    int64_t bytes = data.numel() * dtype_size(data.dtype());
-    if (bytes > 0) write(data.data_ptr(), size_t(bytes));
+    int64_t bytes = int64_t(dtype_size(dtype));
+    for (int64_t d : sizes) bytes *= d;
+    if (bytes > 0) write(data, size_t(bytes));
   });
 }
 

@@ -1,7 +1,7 @@
 // The graph IR: the one thing every stage and tool shares (decision 2). An SSA graph over the op table:
 // graph inputs (placeholders), constant nodes, op nodes with bound arguments, and an output list. Every value
-// carries its TensorMeta. Nodes are kept in a valid topological order; values have stable ids, so tools can
-// rewrite a graph (replace uses, erase, turn nodes into inputs, truncate, extract) without renumbering.
+// carries its TensorMeta. Nodes are kept in a valid topological order; values have stable ids. Rewrites go
+// through the one rewrite helper (rewrite.h: clone through a value map, or in place keeping ids).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -91,24 +91,11 @@ class Graph {
   std::vector<std::vector<int>> users() const;
   int num_op_nodes() const;
 
-  // ---- surgery (each keeps the graph well-formed; values are never renumbered) ----
-  void replace_all_uses(ValueId from, ValueId to);        // in node args and outputs
-  void erase_node(int index);                            // its outputs must be unused
-  void insert_node(int index, Node node);                // at position `index` (caller keeps topo order)
-  // Turns node `index` into graph inputs (one per output, same names and metas); returns the new input ids.
-  std::vector<ValueId> node_to_inputs(int index);
-  void truncate_after(int index);                        // drops nodes after `index`; its outputs become the outputs
-  void remove_unused_inputs();
-  // A new graph with only `node_indices` (in order); values they read that are produced outside become inputs;
-  // outputs are the values they produce that are used outside (or graph outputs), unless `outputs` is given.
-  Graph extract(const std::vector<int>& node_indices, std::optional<std::vector<ValueId>> outputs = std::nullopt) const;
-
   // Structural hash: equal for graphs that print the same up to value names (stable across processes).
   uint64_t structural_hash() const;
 
  private:
   ValueId new_value(std::string name, TensorMeta meta, int producer, int output_index);
-  void renumber_producers();
   std::vector<Node> nodes_;
   std::vector<ValueInfo> values_;
   // name -> id, so building an N-value graph is linear: an open-addressing table (power-of-two size, at most

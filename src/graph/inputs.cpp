@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "core/files.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "eager/philox.h"
 #include "ops/api.h"
 

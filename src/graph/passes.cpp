@@ -1,5 +1,6 @@
 // The pass manager (run_pipeline) and the cleanup passes: dead-code elimination, common-subexpression
-// elimination and constant folding. The rules each pass follows are documented in passes.h.
+// elimination and constant folding. The rules each pass follows are documented in passes.h; they rewrite in
+// place with the rewrite helper's in-place form (rewrite.h: remap_args, erase_nodes), keeping value ids.
 #include "graph/passes.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
+#include "graph/rewrite.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "ops/api.h"
@@ -19,28 +21,6 @@
 
 namespace kiln::graph {
 namespace {
-
-// Removes the nodes marked dead in one sweep and renumbers producers (Graph::erase_node is one at a time
-// and recomputes users, which would make a pass quadratic). Values of erased nodes stay, orphaned
-// (producer -2), exactly as after Graph::erase_node.
-void erase_dead_nodes(Graph& g, const std::vector<bool>& dead) {
-  std::vector<Node>& nodes = g.nodes();
-  std::vector<Node> kept;
-  kept.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!dead[i]) {
-      kept.push_back(std::move(nodes[i]));
-      continue;
-    }
-    for (ValueId id : nodes[i].outputs) g.value(id).producer = -2;
-  }
-  nodes = std::move(kept);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (size_t k = 0; k < nodes[i].outputs.size(); ++k) {
-      g.value(nodes[i].outputs[k]).producer = int(i);
-      g.value(nodes[i].outputs[k]).output_index = int(k);
-    }
-}
 
 bool is_inplace_node(const Node& n) { return n.kind == NodeKind::Op && n.info().is_inplace(); }
 
@@ -109,15 +89,6 @@ std::string node_key(const Graph& g, const Node& n) {
   return w.take();
 }
 
-void remap_args(Node& n, const std::vector<ValueId>& remap) {
-  for (Arg& a : n.args) {
-    if (auto* t = std::get_if<TensorArg>(&a)) t->id = remap[size_t(t->id)];
-    if (auto* l = std::get_if<TensorListArg>(&a))
-      for (ValueId& id : l->ids)
-        if (id != kNoValue) id = remap[size_t(id)];
-  }
-}
-
 std::string node_summary(const Graph& g, const Node& n) {
   std::string name = n.outputs.empty() ? "?" : g.value(n.outputs[0]).name;
   return n.kind == NodeKind::Constant ? fmt::format("%{} = constant", name)
@@ -148,7 +119,7 @@ bool eliminate_dead_code(Graph& g) {
     }
     random_after |= random;
   }
-  if (changed) erase_dead_nodes(g, dead);
+  if (changed) erase_nodes(g, dead);
   return changed;
 }
 
@@ -162,7 +133,7 @@ bool eliminate_common_subexpressions(Graph& g) {
   bool changed = false;
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node& n = nodes[i];
-    remap_args(n, remap);
+    remap_args(n.args, [&](ValueId id) { return remap[size_t(id)]; });
     if (is_inplace_node(n)) {
       seen.clear();  // nothing computed before the mutation may stand in for something computed after it
       continue;
@@ -181,7 +152,7 @@ bool eliminate_common_subexpressions(Graph& g) {
   std::vector<ValueId> outs = g.outputs();
   for (ValueId& id : outs) id = remap[size_t(id)];
   g.set_outputs(outs);
-  erase_dead_nodes(g, dead);
+  erase_nodes(g, dead);
   return true;
 }
 

@@ -22,7 +22,7 @@
 
 #include "core/files.h"
 #include "core/hash.h"
-#include "core/npy.h"
+#include "eager/npy.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/options.h"
 #include "ops/dispatch.h"
 #include "ops/families.h"
 
@@ -282,6 +283,9 @@ const OpInfo* find_op(std::string_view name) {
   auto it = by_name.find(name);
   return it == by_name.end() ? nullptr : it->second;
 }
+// KILN_INJECT's op names are checked against this table (core/options.h sits below it).
+[[maybe_unused]] const bool kInjectChecksOps = (set_op_exists_check([](std::string_view name) { return find_op(name) != nullptr; }), true);
+
 // Called only from register_all_families, while the table is being built (before call_once returns).
 OpRegistration def(OpId id) { return OpRegistration{table_storage()[size_t(id)]}; }
 

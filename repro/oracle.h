@@ -1,0 +1,68 @@
+// The oracle every tool asks "does this graph, with these inputs, still fail, and how?" (decision 8): the
+// graph runs on a backend in a forked child (isolate.h: a crash or hang is an answer) and is judged against
+// the fp64 reference interpreter through the one comparator (graph/compare.h). `kiln repro run`, the
+// minifier's candidates, gating, and the coming bisector and fuzzer all classify through it.
+//
+//   FailureOracle oracle({.backend = "inductor", .tolerance = 1e-4, .timeout_s = 10});
+//   FailureSignature f = oracle.classify(g, inputs);         // none, compile_error, ..., accuracy
+//   bool still = oracle.fails_same_way(g, inputs, expected); // classify + same_failure (failure.h)
+//
+// Time limits: the backend's compile step (api/backends.h register_backend_compiler) is the child's setup step
+// with a generous limit (setup_limit_for), and only the run counts against `timeout_s` (docs/minifier.md,
+// Time limits). The fp64 reference runs in the calling process: when it fails, the graph itself is invalid.
+//
+// Callers that fork their own children (the minifier judges many candidates at once, against recorded
+// reference values) use the building blocks: run_backend and compare in the child, classify(IsolatedResult)
+// (failure.h) in the parent.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eager/philox.h"
+#include "graph/graph.h"
+#include "repro/failure.h"
+
+namespace kiln {
+
+struct OracleOptions {
+  std::string backend = "eager";
+  double tolerance = 1e-4;       // the comparator's tolerance
+  double timeout_s = 60;         // how long a run may take (its compile step not counted)
+  bool strict_accuracy = true;   // compare non-float outputs too (`kiln run --check`); false ignores them
+  std::optional<GeneratorState> seed_state;  // random ops start here in backend and reference (default: now)
+};
+
+class FailureOracle {
+ public:
+  // Checks the options: an unknown backend, a bad tolerance or time limit is a kiln::Error here.
+  explicit FailureOracle(OracleOptions opts);
+  const OracleOptions& options() const { return opts_; }
+
+  // The failure `g` shows on the backend with `inputs` (kind None when it runs and matches the fp64
+  // reference). Throws kiln::Error when the fp64 reference run itself fails: such a graph shows no backend bug.
+  FailureSignature classify(const graph::Graph& g, const std::vector<Tensor>& inputs) const;
+  // Whether `g` still fails as `expected` says (classify, then same_failure with `rules`).
+  bool fails_same_way(const graph::Graph& g, const std::vector<Tensor>& inputs, const FailureSignature& expected,
+                      const SameFailureRules& rules = {}) const;
+
+  // ---- building blocks ----
+  // The fp64 reference outputs of `g` (floating values in f64), from copies of `inputs`, on this thread;
+  // throws kiln::Error (the interpreter's) when it fails.
+  std::vector<Tensor> reference(const graph::Graph& g, const std::vector<Tensor>& inputs) const;
+  // In a forked child: compiles `g` where the backend has a compile step (then isolated_run_starts()), and
+  // runs it unless `compile_only`, outputs in `outs`. Returns the failure of a thrown error, or nothing.
+  std::optional<FailureSignature> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                              bool compile_only, std::vector<Tensor>& outs) const;
+  // The comparator's verdict on `outs` against the fp64 `reference` of the same outputs: None or Accuracy.
+  FailureSignature compare(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const;
+  // Whether the backend has a compile step apart from its run (compile errors need no run).
+  bool has_compile_step() const;
+  // The time limit of a child's setup (compile) step for these options.
+  double setup_limit_s() const;
+
+ private:
+  OracleOptions opts_;
+};
+
+}  // namespace kiln
