@@ -1,0 +1,17 @@
+// A place in the user's source (file:line), taken with std::source_location at capture's API boundary, so
+// graph breaks, guards and recompile messages name the user's line without anything from the user.
+#pragma once
+#include <source_location>
+#include <string>
+
+namespace kiln::capture {
+
+struct SourceSite {
+  std::string file;
+  int line = 0;
+  static SourceSite from(const std::source_location& where) { return {where.file_name(), int(where.line())}; }
+  std::string str() const { return file + ":" + std::to_string(line); }
+  bool operator==(const SourceSite&) const = default;
+};
+
+}  // namespace kiln::capture
