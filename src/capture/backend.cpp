@@ -12,12 +12,32 @@
 
 namespace kiln::capture {
 
+namespace {
+struct Settings {
+  uint64_t generation = 0;  // options_generation() + 1 when read; 0: never
+  bool verify = false;
+  std::string backend;
+};
+const Settings& settings() {
+  thread_local Settings s;
+  uint64_t now = options_generation() + 1;
+  if (s.generation != now) {
+    s.verify = opt_bool(Opt::CaptureVerify);
+    s.backend = opt_string(Opt::Backend);
+    s.generation = now;
+  }
+  return s;
+}
+}  // namespace
+
 std::string resolve_backend_name(const std::string& requested, bool has_custom) {
   if (has_custom) return "custom";
   if (!requested.empty()) return requested;
-  std::string from_env = opt_string(Opt::Backend);
+  const std::string& from_env = settings().backend;
   return from_env.empty() ? "inductor" : from_env;
 }
+
+bool capture_verify_enabled() { return settings().verify; }
 
 namespace {
 

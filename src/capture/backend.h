@@ -21,6 +21,9 @@ struct BackendChoice {
 
 // The backend name a compiled function uses now: `requested`, else KILN_BACKEND, else "inductor".
 std::string resolve_backend_name(const std::string& requested, bool has_custom);
+// KILN_CAPTURE_VERIFY now. Like resolve_backend_name, it reads the options table only when an option changed
+// (a per-thread snapshot keyed by options_generation()), so a compiled call does not pay for it.
+bool capture_verify_enabled();
 
 // Compiles one captured graph (`label`: "graph 2 of fn (file:line)", for messages and dump names).
 GraphProgram compile_segment(const BackendChoice& backend, const Segment& segment, const std::string& label);

@@ -56,7 +56,7 @@ std::vector<std::string>& names_storage(Flat& f, std::vector<std::string>& leave
 Flat CompiledFunction::call(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run,
                             SourceSite called_at) {
   if (Recorder::current()) return run();  // called while another function is traced: part of that trace
-  if (opt_bool(Opt::CaptureVerify)) return trace_and_cache(args, names_of, run, nullptr, "", called_at, 0);
+  if (capture_verify_enabled()) return trace_and_cache(args, names_of, run, nullptr, "", called_at, 0);
   const std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
   Lookup found;
   uint64_t seen;
@@ -107,7 +107,7 @@ void CompiledFunction::log_guard_failures(const std::vector<std::string>& failur
 Flat CompiledFunction::trace_and_cache(const Flat& args, const std::function<void(Flat&)>& names_of,
                                        const EagerRun& run, CacheEntry* extend, const std::string& reason,
                                        const SourceSite& called_at, uint64_t seen_generation) {
-  const bool verify = opt_bool(Opt::CaptureVerify);
+  const bool verify = capture_verify_enabled();
   const std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
   std::unique_lock lock(mutex_);
   if (!verify && !entries_.empty()) {
