@@ -3,7 +3,10 @@
 // KILN_CAPTURE_VERIFY; captured weights updated in place or replaced; suppress_errors; eager regions.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
+
+#include <unistd.h>
 
 #include "capture/capture.h"
 #include "core/options.h"
@@ -397,6 +400,73 @@ TEST(CaptureEagerRegions, AnOutputShapeChangeIsAMiss) {
   ASSERT_EQ(f.core().recompile_reasons().size(), 1u);
   EXPECT_NE(f.core().recompile_reasons()[0].find("size mismatch at index 0: expected 2, got 4"), std::string::npos)
       << f.core().recompile_reasons()[0];
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CaptureBreaks, DataDependentOutputShapeRunsEagerly) {
+  auto fn = [](const Tensor& x) { return index(x, {gt(x, 0.0)}) * 2.0; };
+  ExplainOutput e = explain(fn, iota({4}, -1));
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "unsupported_op");
+  EXPECT_NE(e.breaks[0].reason.find("index:"), std::string::npos) << e.breaks[0].reason;
+  auto f = compile(fn, {.backend = "eager"});
+  for (double start : {-1.0, -1.0, -3.0, 0.0}) expect_same(f(iota({4}, start)), fn(iota({4}, start)));
+}
+
+TEST(CaptureErrors, AFailingOpRaisesTheEagerError) {
+  auto f = compile([](const Tensor& a, const Tensor& b) { return mm(a, b); }, {.backend = "eager"});
+  std::string eager_error, compiled_error;
+  try {
+    mm(iota({2, 3}), iota({2, 3}));
+  } catch (const Error& e) {
+    eager_error = e.what();
+  }
+  try {
+    f(iota({2, 3}), iota({2, 3}));
+  } catch (const Error& e) {
+    compiled_error = e.what();
+  }
+  EXPECT_FALSE(eager_error.empty());
+  EXPECT_EQ(compiled_error, eager_error);
+  expect_same(f(iota({2, 3}), iota({3, 2})), mm(iota({2, 3}), iota({3, 2})));  // the cache is still usable
+}
+
+TEST(CaptureLogs, ChannelsAndDebugDir) {
+  std::string dir = testing::TempDir() + "/capture_debug_" + std::to_string(::getpid());
+  auto f = compile(
+      [](const Tensor& x) {
+        Tensor y = relu(x);
+        return gt(sum(y), 0.0).is_nonzero() ? y * 2.0 : -y;
+      },
+      {.backend = "eager", .name = "logged"});
+  int line = __LINE__ - 6;
+  testing::internal::CaptureStderr();
+  {
+    ScopedOption logs(Opt::Logs, "graph_breaks,guards,graph_code,capture");
+    ScopedOption debug(Opt::DebugDir, dir);
+    f(iota({2}));
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(fmt::format("[kiln:graph_breaks] graph break in logged ({}) at {}: data-dependent branch", here(line),
+                                 here(line + 3))),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("[kiln:guards] guards of logged"), std::string::npos) << err;
+  EXPECT_NE(err.find("tensor 'arg0': f32[2] strides [1] cpu requires_grad=false"), std::string::npos) << err;
+  EXPECT_NE(err.find("[kiln:graph_code] graph 1 of logged"), std::string::npos) << err;
+  EXPECT_NE(err.find("= relu(%arg0)"), std::string::npos) << err;
+  EXPECT_NE(err.find("[kiln:capture] logged (" + here(line) + "): recorded relu (graph 1, op 1)"), std::string::npos)
+      << err;
+  int dumped = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/capture"))
+    dumped += entry.path().string().ends_with("_graph1.kir") || entry.path().string().ends_with("_graph2.kir");
+  EXPECT_EQ(dumped, 2) << dir;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
