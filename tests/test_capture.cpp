@@ -10,6 +10,7 @@
 
 #include "capture/capture.h"
 #include "core/options.h"
+#include "minifier/hook.h"
 #include "ops/api.h"
 
 namespace kiln {
@@ -466,6 +467,28 @@ TEST(CaptureLogs, ChannelsAndDebugDir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/capture"))
     dumped += entry.path().string().ends_with("_graph1.kir") || entry.path().string().ends_with("_graph2.kir");
   EXPECT_EQ(dumped, 2) << dir;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CaptureRepro, ReproAfterCaptureSavesTheCapturedGraphWhoseCompileFails) {
+  install_repro_hook();
+  std::string dir = testing::TempDir() + "/capture_repro_" + std::to_string(::getpid());
+  ScopedOption after(Opt::ReproAfter, "capture"), level(Opt::ReproLevel, "1"), debug(Opt::DebugDir, dir),
+      inject(Opt::Inject, "relu:compile_error");
+  auto f = compile([](const Tensor& x) { return relu(x) + 1.0; }, {.backend = "inductor"});
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(f(iota({4})), CompileError);
+  std::string err = testing::internal::GetCapturedStderr();
+  int repros = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    repros += entry.path().extension() == ".repro";
+  EXPECT_EQ(repros, 1) << err;
   std::filesystem::remove_all(dir);
 }
 
