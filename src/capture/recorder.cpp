@@ -178,7 +178,7 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
 }
 
 void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>& outputs, const std::string& reason) {
-  SourceSite site{"<op " + std::string(call.op->name) + ">", 0};
+  SourceSite site{"op " + std::string(call.op->name), 0};
   check_fullgraph(reason, site);
   // The op runs eagerly on every call with the arguments of this call (tensors replaced by the call's).
   graph::Node template_node;
@@ -196,13 +196,7 @@ void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>&
       }
       template_node.args.push_back(list);
     } else {
-      ScopedNoRecording off;
-      template_node.args.push_back(v.is_tensor() && v.tensor().defined() ? graph::Arg(v.tensor().item())
-                                   : v.is_none() || v.is_tensor() ? graph::Arg(std::monostate{})
-                                   : v.is_scalar() ? graph::Arg(v.scalar())
-                                   : v.is_int_list() ? graph::Arg(v.int_list())
-                                   : v.is_dtype() ? graph::Arg(v.dtype())
-                                   : graph::Arg(v.string()));
+      template_node.args.push_back(graph_arg(v));  // not a graph value: a number, list, dtype, string or None
     }
   }
   auto run = [template_node](const std::vector<Tensor>& in) {

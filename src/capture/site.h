@@ -10,7 +10,9 @@ struct SourceSite {
   std::string file;
   int line = 0;
   static SourceSite from(const std::source_location& where) { return {where.file_name(), int(where.line())}; }
-  std::string str() const { return file + ":" + std::to_string(line); }
+  // "file:line"; recorded ops carry no line yet (the Tensor API takes no source_location), so an op's site
+  // is unknown and says so.
+  std::string str() const { return line > 0 ? file + ":" + std::to_string(line) : "<line unknown: " + file + ">"; }
   bool operator==(const SourceSite&) const = default;
 };
 
