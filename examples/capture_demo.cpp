@@ -1,7 +1,9 @@
 // kiln::compile on a small model's forward (docs/capture.md): a data-dependent branch (a graph break),
 // explain(), a recompile with its reason (KILN_LOGS=recompiles), and the speedup of the compiled forward
 // over eager. Built by CMake as kiln-capture-demo; ci/demo.sh runs it.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 
@@ -34,8 +36,9 @@ double ms_per_call(const std::function<void()>& f, int reps) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   try {
+    const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;  // timed calls (tests pass a few)
     manual_seed(0);
     Mlp model{randn({256, 128}) * 0.1, zeros({256}), randn({64, 256}) * 0.1, zeros({64})};
     auto forward = [&model](const Tensor& x) { return model.forward(x); };
@@ -52,15 +55,17 @@ int main() {
 
     std::cout << "== a call with another batch size recompiles (KILN_LOGS=recompiles)\n" << std::flush;
     {
-      ScopedOption logs(Opt::Logs, "recompiles");
+      std::vector<std::string> channels = opt_list(Opt::Logs);  // whatever KILN_LOGS has, plus recompiles
+      channels.push_back("recompiles");
+      ScopedOption logs(Opt::Logs, fmt::format("{}", fmt::join(channels, ",")));
       compiled(randn({16, 128}));
     }
     std::cout << "recompiles: " << compiled.core().recompiles() << "\n\n";
 
-    double eager_ms = ms_per_call([&] { forward(x); }, 200);
-    double compiled_ms = ms_per_call([&] { compiled(x); }, 200);
-    std::printf("== speed (x[32, 128], 200 calls)\neager    %.3f ms/call\ncompiled %.3f ms/call\nspeedup  %.2fx\n",
-                eager_ms, compiled_ms, eager_ms / compiled_ms);
+    double eager_ms = ms_per_call([&] { forward(x); }, reps);
+    double compiled_ms = ms_per_call([&] { compiled(x); }, reps);
+    std::printf("== speed (x[32, 128], %d calls)\neager    %.3f ms/call\ncompiled %.3f ms/call\nspeedup  %.2fx\n",
+                reps, eager_ms, compiled_ms, eager_ms / compiled_ms);
     return max_err < 1e-3 ? 0 : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "capture_demo: %s\n", e.what());

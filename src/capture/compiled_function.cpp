@@ -43,16 +43,6 @@ std::vector<std::string> CompiledFunction::recompile_reasons() const {
   return reasons_;
 }
 
-namespace {
-
-std::vector<std::string>& names_storage(Flat& f, std::vector<std::string>& leaves, std::vector<std::string>& lengths) {
-  f.leaf_names = &leaves;
-  f.length_names = &lengths;
-  return leaves;
-}
-
-}  // namespace
-
 Flat CompiledFunction::call(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run,
                             SourceSite called_at) {
   if (Recorder::current()) return run();  // called while another function is traced: part of that trace
@@ -104,6 +94,47 @@ void CompiledFunction::log_guard_failures(const std::vector<std::string>& failur
            fmt::format("recompiling {}\n    triggered by the following guard failure(s):{}", label_, out));
 }
 
+// Whether this miss may re-trace: false past the recompile limit (warned once; an error when asked for).
+// Counts and logs the recompile. The caller holds the lock.
+bool CompiledFunction::admit_recompile(const std::string& reason, const SourceSite& called_at) {
+  if (fell_back_) return false;
+  if (recompiles_ >= limit()) {
+    std::string message = fmt::format(
+        "{} hit the recompile limit ({})\n    function: {}\n    last reason: {}\n    it runs eagerly on calls "
+        "that miss its cache from now on (raise CaptureOptions::recompile_limit or KILN_RECOMPILE_LIMIT)",
+        options_.name.empty() ? "fn" : options_.name, limit(), label_, reason);
+    if (options_.error_on_recompile_limit) fail("{} (error_on_recompile_limit)", message);
+    fell_back_ = true;
+    std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
+    return false;
+  }
+  ++recompiles_;
+  reasons_.push_back(reason);
+  KILN_LOG(LogChannel::Recompiles, "recompiling {} because: {} (called at {})", label_, reason, called_at.str());
+  return true;
+}
+
+// Runs the function eagerly with the recorder on: its results are this call's results.
+CompiledFunction::Traced CompiledFunction::record(const Flat& args, const std::function<void(Flat&)>& names_of,
+                                                  const EagerRun& run, const std::string& backend) const {
+  Traced t;
+  std::vector<std::string> leaf_names, length_names;
+  Flat named;
+  named.leaf_names = &leaf_names;
+  named.length_names = &length_names;
+  names_of(named);
+  {
+    Recorder recorder(args, leaf_names, RecordOptions{options_.fullgraph, label_});
+    t.outputs = run();
+    t.trace = recorder.finish(t.outputs);
+  }
+  t.guards = std::make_unique<GuardSet>(GuardSet::of_call(args, leaf_names, length_names, backend));
+  if (log_enabled(LogChannel::Guards))
+    log_line(LogChannel::Guards, fmt::format("guards of {} (trace {}):\n    {}", label_, next_entry_id_,
+                                             fmt::join(t.guards->describe(), "\n    ")));
+  return t;
+}
+
 Flat CompiledFunction::trace_and_cache(const Flat& args, const std::function<void(Flat&)>& names_of,
                                        const EagerRun& run, CacheEntry* extend, const std::string& reason,
                                        const SourceSite& called_at, uint64_t seen_generation) {
@@ -117,71 +148,43 @@ Flat CompiledFunction::trace_and_cache(const Flat& args, const std::function<voi
       if (again.hit) return std::move(again.outputs);
       extend = again.passed;
     }
-    if (fell_back_) {
+    if (!admit_recompile(reason, called_at)) {
       lock.unlock();
       return run();
     }
-    if (recompiles_ >= limit()) {
-      fell_back_ = true;
-      std::string message = fmt::format(
-          "{} hit the recompile limit ({})\n    function: {}\n    last reason: {}\n    it runs eagerly on calls "
-          "that miss its cache from now on (raise CaptureOptions::recompile_limit or KILN_RECOMPILE_LIMIT)",
-          options_.name.empty() ? "fn" : options_.name, limit(), label_, reason);
-      if (options_.error_on_recompile_limit) {
-        fell_back_ = false;
-        fail("{} (error_on_recompile_limit)", message);
-      }
-      std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
-      lock.unlock();
-      return run();
-    }
-    ++recompiles_;
-    std::string line = fmt::format("recompiling {} because: {} (called at {})", label_, reason, called_at.str());
-    reasons_.push_back(reason);
-    KILN_LOG(LogChannel::Recompiles, "{}", line);
   }
-  // Trace: run the function eagerly with the hooks on (its results are this call's results).
-  std::vector<std::string> leaf_names, length_names;
-  Flat named;
-  names_storage(named, leaf_names, length_names);
-  names_of(named);
-  Flat out;
-  Trace trace;
-  {
-    Recorder recorder(args, leaf_names, RecordOptions{options_.fullgraph, label_});
-    out = run();
-    trace = recorder.finish(out);
-  }
-  GuardSet guards = GuardSet::of_call(args, leaf_names, length_names, backend);
-  if (log_enabled(LogChannel::Guards))
-    log_line(LogChannel::Guards, fmt::format("guards of {} (trace {}):\n    {}", label_, next_entry_id_,
-                                             fmt::join(guards.describe(), "\n    ")));
-  Compiler compiler{{backend, options_.custom_backend, options_.suppress_errors}, label_};
-  ++generation_;
+  Traced t = record(args, names_of, run, backend);
   if (verify && !extend)
     for (auto it = entries_.rbegin(); it != entries_.rend() && !extend; ++it)
       if ((*it)->guards.check(args, backend)) extend = it->get();
+  add_trace(t, extend, Compiler{{backend, options_.custom_backend, options_.suppress_errors}, label_},
+            called_at);
+  return std::move(t.outputs);
+}
+
+// Adds a trace to the cache: into `extend` (the entry whose guards the call passed) as a new branch, or as
+// an entry of its own; a trace that contradicts `extend` replaces it, with a warning naming the difference.
+void CompiledFunction::add_trace(Traced& t, CacheEntry* extend, const Compiler& compiler,
+                                 const SourceSite& called_at) {
+  ++generation_;
   bool still_cached = false;
   for (const auto& e : entries_) still_cached |= e.get() == extend;
   if (extend && still_cached) {
-    MergeOutcome merged = merge_trace(*extend, trace, compiler);
-    if (merged.kind == MergeOutcome::Kind::Merged) return out;
-    if (merged.kind == MergeOutcome::Kind::EagerOutputsDiffer) {
-      entries_.push_back(make_entry(std::move(trace), std::move(guards), compiler, next_entry_id_++));
-      return out;
+    MergeOutcome merged = merge_trace(*extend, t.trace, compiler);
+    if (merged.kind == MergeOutcome::Kind::Merged) return;
+    if (merged.kind == MergeOutcome::Kind::Differs) {
+      std::fprintf(stderr,
+                   "kiln: warning: %s%s called at %s: this call's trace differs from the cached trace for the same "
+                   "guards: %s. The function depends on something kiln does not guard (a global, a captured "
+                   "reference, a number read elsewhere): pass it as an argument. The cached trace is replaced.\n",
+                   capture_verify_enabled() ? "KILN_CAPTURE_VERIFY: " : "", label_.c_str(), called_at.str().c_str(),
+                   merged.difference.c_str());
+      for (auto& e : entries_)
+        if (e.get() == extend) e = make_entry(std::move(t.trace), std::move(*t.guards), compiler, extend->id);
+      return;
     }
-    const std::string& difference = merged.difference;
-    std::fprintf(stderr,
-                 "kiln: warning: %s%s called at %s: this call's trace differs from the cached trace for the same "
-                 "guards: %s. The function depends on something kiln does not guard (a global, a captured "
-                 "reference, a number read elsewhere): pass it as an argument. The cached trace is replaced.\n",
-                 verify ? "KILN_CAPTURE_VERIFY: " : "", label_.c_str(), called_at.str().c_str(), difference.c_str());
-    for (auto& e : entries_)
-      if (e.get() == extend) e = make_entry(std::move(trace), std::move(guards), compiler, extend->id);
-    return out;
   }
-  entries_.push_back(make_entry(std::move(trace), std::move(guards), compiler, next_entry_id_++));
-  return out;
+  entries_.push_back(make_entry(std::move(t.trace), std::move(*t.guards), compiler, next_entry_id_++));
 }
 
 }  // namespace kiln::capture

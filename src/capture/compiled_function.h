@@ -52,7 +52,15 @@ class CompiledFunction {
   Flat trace_and_cache(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run,
                        CacheEntry* extend, const std::string& reason, const SourceSite& called_at,
                        uint64_t seen_generation);
-  Flat verify_call(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run);
+  struct Traced {
+    Flat outputs;
+    Trace trace;
+    std::unique_ptr<GuardSet> guards;
+  };
+  bool admit_recompile(const std::string& reason, const SourceSite& called_at);
+  Traced record(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run,
+                const std::string& backend) const;
+  void add_trace(Traced& t, CacheEntry* extend, const Compiler& compiler, const SourceSite& called_at);
   struct Lookup {
     bool hit = false;
     Flat outputs;

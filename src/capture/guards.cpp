@@ -82,11 +82,12 @@ GuardSet GuardSet::of_call(const Flat& args, const std::vector<std::string>& lea
 // (an in-place update through one would show through the other). Sorted by address: O(n log n).
 bool GuardSet::check_aliasing(const Flat& args, std::string* why) const {
   if (tensors_.size() < 2) return true;
-  std::vector<std::pair<const TensorImpl*, int>> by_impl;
-  by_impl.reserve(tensors_.size());
+  thread_local std::vector<std::pair<const TensorImpl*, int>> by_impl;  // scratch, reused by every check
+  thread_local std::vector<int> first_same;
+  by_impl.clear();
   for (const TensorGuard& g : tensors_) by_impl.emplace_back(args.leaves[size_t(g.leaf)].tensor.impl(), g.leaf);
   std::sort(by_impl.begin(), by_impl.end());
-  std::vector<int> first_same(num_leaves_, -1);
+  first_same.assign(num_leaves_, -1);
   for (size_t i = 1; i < by_impl.size(); ++i)
     if (by_impl[i].first == by_impl[i - 1].first)
       first_same[size_t(by_impl[i].second)] = first_same[size_t(by_impl[i - 1].second)] >= 0
