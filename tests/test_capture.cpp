@@ -198,25 +198,38 @@ TEST(CaptureBreaks, FullgraphMakesTheFirstBreakAnError) {
 
 // ---- guards and recompile reasons ----
 
+// A call that fails one guard: returns the compiled result and the eager one.
+using Scale = Compiled<Tensor(const Tensor&, int64_t)>;
 struct GuardCase {
   std::string name;
-  std::function<void(Compiled<Tensor(const Tensor&, int64_t)>&)> call_again;
+  std::function<std::pair<Tensor, Tensor>(Scale&)> call_again;
   std::string reason;
 };
+
+std::pair<Tensor, Tensor> scale_both(Scale& f, const Tensor& x, int64_t n) { return {f(x, n), x * double(n)}; }
 
 TEST(CaptureGuards, EachGuardKindRecompilesWithItsReason) {
   const Tensor base = iota({2, 3});
   std::vector<GuardCase> cases = {
-      {"size", [](auto& f) { f(iota({4, 3}), 1); }, "tensor 'x' size mismatch at index 0: expected 2, got 4"},
-      {"rank", [](auto& f) { f(iota({6}), 1); }, "tensor 'x' rank mismatch: expected 2 dims, got 1"},
-      {"dtype", [](auto& f) { f(to(iota({2, 3}), DType::F64), 1); }, "tensor 'x' dtype mismatch: expected f32, got f64"},
-      {"stride", [](auto& f) { f(transpose(iota({3, 2}), 0, 1), 1); },
+      {"size", [](Scale& f) { return scale_both(f, iota({4, 3}), 1); },
+       "tensor 'x' size mismatch at index 0: expected 2, got 4"},
+      {"rank", [](Scale& f) { return scale_both(f, iota({6}), 1); }, "tensor 'x' rank mismatch: expected 2 dims, got 1"},
+      {"dtype", [](Scale& f) { return scale_both(f, to(iota({2, 3}), DType::F64), 1); },
+       "tensor 'x' dtype mismatch: expected f32, got f64"},
+      {"stride", [](Scale& f) { return scale_both(f, transpose(iota({3, 2}), 0, 1), 1); },
        "tensor 'x' stride mismatch at index 0: expected 3, got 1"},
-      {"number", [&](auto& f) { f(base, 2); }, "'n' == 1 failed: got 2"},
-      {"requires_grad", [](auto& f) { Tensor t = iota({2, 3}); t.set_requires_grad(true); NoGradGuard ng; f(t, 1); },
+      {"number", [&](Scale& f) { return scale_both(f, base, 2); }, "'n' == 1 failed: got 2"},
+      {"requires_grad",
+       [](Scale& f) {
+         Tensor t = iota({2, 3});
+         t.set_requires_grad(true);
+         NoGradGuard ng;
+         return scale_both(f, t, 1);
+       },
        "tensor 'x' requires_grad mismatch: expected false, got true"},
-      {"grad_mode", [&](auto& f) { NoGradGuard ng; f(base, 1); }, "grad mode mismatch: expected enabled, got disabled"},
-      {"options", [&](auto& f) { ScopedOption o(Opt::BisectDisable, "passes:cse"); f(base, 1); },
+      {"grad_mode", [&](Scale& f) { NoGradGuard ng; return scale_both(f, base, 1); },
+       "grad mode mismatch: expected enabled, got disabled"},
+      {"options", [&](Scale& f) { ScopedOption o(Opt::BisectDisable, "passes:cse"); return scale_both(f, base, 1); },
        "kiln options mismatch: expected 'backend=eager"},
   };
   for (const GuardCase& c : cases) {
@@ -227,7 +240,10 @@ TEST(CaptureGuards, EachGuardKindRecompilesWithItsReason) {
     testing::internal::CaptureStderr();
     {
       ScopedOption logs(Opt::Logs, "recompiles");
-      c.call_again(f);
+      for (int call = 0; call < 2; ++call) {  // a recompile, then a replay of the new trace
+        auto [compiled, eager] = c.call_again(f);
+        expect_same(compiled, eager);
+      }
     }
     std::string err = testing::internal::GetCapturedStderr();
     ASSERT_EQ(f.core().recompile_reasons().size(), 1u) << c.name;

@@ -51,7 +51,7 @@ struct CallArg {
   T value;
   std::source_location where;
   CallArg(T v, std::source_location w = std::source_location::current())  // NOLINT: implicit by design
-      : value(static_cast<T>(v)), where(w) {}
+      : value(std::forward<T>(v)), where(w) {}
 };
 
 }  // namespace capture
