@@ -70,12 +70,17 @@ Tensor random_tensor(const Shape& sizes) {
 void check_backend(const std::string& backend) {
   Program p;
   p.code = *rc::gen::container<std::vector<std::pair<Instr, int>>>(
-      *rc::gen::inRange<size_t>(1, 10),
+      *rc::gen::inRange<size_t>(2, 12),
       rc::gen::pair(rc::gen::map(rc::gen::inRange(0, int(Instr::NumInstrs)), [](int i) { return Instr(i); }),
                     rc::gen::inRange(0, 50)));
+  // At least one graph break, at a random point.
+  Instr brk = *rc::gen::element(Instr::ItemBreak, Instr::BoolBreak, Instr::DisableBreak);
+  size_t at = *rc::gen::inRange<size_t>(0, p.code.size() + 1);
+  p.code.insert(p.code.begin() + std::ptrdiff_t(at), {brk, *rc::gen::inRange(0, 50)});
   p.constants = {*rc::gen::inRange(-20, 20) / 10.0, *rc::gen::inRange(-20, 20) / 10.0};
   auto f = compile([&p](const Tensor& a, const Tensor& b) { return run_program(p, a, b); }, {.backend = backend});
-  std::vector<Shape> shapes = {{4}, {4}, {4}, {2, 3}};
+  // Same-shape calls replay (or take a new branch: input signs vary); the last shape recompiles.
+  std::vector<Shape> shapes = {{4}, {4}, {4}, {4}, {4}, {4}, {2, 3}, {2, 3}};
   for (const Shape& shape : shapes) {
     Tensor a = random_tensor(shape), b = random_tensor(shape);
     Tensor expected = run_program(p, a, b);
