@@ -48,7 +48,7 @@ Tensor run_program(const Program& p, const Tensor& a, const Tensor& b) {
         pool.push_back(t);
         break;
       }
-      case Instr::ItemBreak: scale = std::round(sum(x).item().to_double()) > 0 ? 0.5 : -0.5; break;
+      case Instr::ItemBreak: scale = 0.25 * double(sum(gt(x, 0.0)).item().to_int()); break;  // few values: replays
       case Instr::BoolBreak: pool.push_back(gt(sum(x), 0).is_nonzero() ? x * 2.0 : x + 1.0); break;
       case Instr::DisableBreak:
         pool.push_back(disable([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 0.5}; }, {x})[0]);
