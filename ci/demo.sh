@@ -8,6 +8,9 @@ bash ci/install-deps.sh
 bash ci/build.sh build
 build/kiln demo
 echo
+echo "== kiln::compile a C++ model forward: explain(), a recompile and its reason, the speedup over eager"
+build/kiln-capture-demo
+echo
 echo "== compile examples/conv_block.kir with the inductor and check it against the fp64 reference"
 build/kiln run examples/conv_block.kir --backend inductor --seed 0 --check
 echo

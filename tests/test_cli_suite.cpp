@@ -238,8 +238,11 @@ TEST_F(CliTest, EveryLogChannelPrints) {
   }
   ASSERT_GE(channels.size(), 5u) << listed;
   const std::string cache = " KILN_CACHE_DIR=" + path("cache");
+  const std::string capture_demo = "'" KILN_BINARY_DIR "/kiln-capture-demo' 2";  // kiln::compile's channels
   const std::map<std::string, std::string> producer = {
-      {"interpreter", "kiln run " + example("softmax.kir")},
+      {"interpreter", "kiln run " + example("softmax.kir")}, {"graph_breaks", capture_demo},
+      {"recompiles", capture_demo}, {"recompiles_verbose", capture_demo}, {"guards", capture_demo},
+      {"graph_code", capture_demo}, {"capture", capture_demo},
   };
   for (const std::string& c : channels) {
     auto it = producer.find(c);

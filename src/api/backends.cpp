@@ -65,4 +65,16 @@ const BackendFn& find_backend(const std::string& name) {
   fail("unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
 }
 
+GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
+  if (name == "inductor") {
+    CompileOptions options;
+    options.repro_stage = repro_stage;
+    std::shared_ptr<CompiledGraph> program = compile(g, options);
+    return [program](const std::vector<Tensor>& in) { return (*program)(in); };
+  }
+  BackendFn run = find_backend(name);
+  auto graph = std::make_shared<graph::Graph>(g);
+  return [run, graph](const std::vector<Tensor>& in) { return run(*graph, in); };
+}
+
 }  // namespace kiln

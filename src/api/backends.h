@@ -26,4 +26,10 @@ void register_backend_compiler(const std::string& name, BackendCompileFn fn);
 // The compile step of backend `name`, or null when it has none (then only a run tells).
 const BackendCompileFn* find_backend_compiler(const std::string& name);
 
+// A backend's compiled form of one graph, called once per run (capture compiles each captured graph once).
+// "inductor" compiles with kiln::compile (repro stage `repro_stage`); any other backend's program runs its
+// BackendFn on every call, so a backend registered by name later (aot_eager, ...) plugs in unchanged.
+using GraphProgram = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage);
+
 }  // namespace kiln

@@ -29,6 +29,12 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"stream", "inductor pass stream (CPU): which outputs get streaming stores, and why not"},
     {"defer", "inductor pass defer (CPU): which last loops write their rows one row late, and why not"},
     {"memory_plan", "inductor pass plan_memory: which buffers are freed after which step"},
+    {"graph_breaks", "capture: each graph break in a compiled function, its reason and the user's source line"},
+    {"recompiles", "capture: each recompile of a compiled function and the guard failure that caused it"},
+    {"recompiles_verbose", "capture: each recompile with the failed guard of every cached trace"},
+    {"guards", "capture: the guards of each new trace of a compiled function"},
+    {"graph_code", "capture: each captured graph as .kir"},
+    {"capture", "capture: one line per recorded op (function, graph, op)"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

@@ -23,6 +23,12 @@ enum class LogChannel : uint8_t {
   Stream,
   Defer,
   MemoryPlan,
+  GraphBreaks,  // capture: each graph break, its reason and the user's line
+  Recompiles,   // capture: each recompile and its reason
+  RecompilesVerbose,  // capture: each recompile with every failed guard of every cached trace
+  Guards,       // capture: the guards of each new trace
+  GraphCode,    // capture: each captured graph as .kir
+  Capture,      // capture: one line per recorded op
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);

@@ -119,6 +119,16 @@ const std::vector<OptionSpec> kTable = {
     {Opt::BisectDisable, "KILN_BISECT_DISABLE", OptType::List, "", "",
      "Subsystems to skip entirely, as `stage:subsystem` or `stage` entries (e.g. `passes:cse`).",
      ReproSettable::Yes, 0, INT64_MAX, "stage:subsystem or stage", bisect_disable_entry},
+    {Opt::Backend, "KILN_BACKEND", OptType::String, "", "",
+     "Backend of functions compiled with kiln::compile that name none (a backend registry name: eager, "
+     "inductor, ...). Empty = inductor. Lets a user ablate backends without rebuilding (docs/capture.md)."},
+    {Opt::CaptureVerify, "KILN_CAPTURE_VERIFY", OptType::Bool, "0", "",
+     "Re-trace every call of a kiln::compile'd function and warn about the first difference from the cached "
+     "trace: a dependency kiln did not guard (a global, a captured reference). Calls run eagerly (docs/capture.md)."},
+    {Opt::RecompileLimit, "KILN_RECOMPILE_LIMIT", OptType::Int, "8", "",
+     "Recompiles of one kiln::compile'd function before kiln warns and runs it eagerly on calls that miss "
+     "its cache (Dynamo's cache_size_limit).",
+     ReproSettable::No, 0, 1000000},
 };
 #pragma GCC diagnostic pop
 

@@ -25,6 +25,9 @@ enum class Opt : uint8_t {
   Seed,
   BisectLimit,
   BisectDisable,
+  Backend,
+  CaptureVerify,
+  RecompileLimit,
   NumOptions
 };
 

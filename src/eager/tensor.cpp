@@ -140,7 +140,18 @@ double element_as_double(const Tensor& t, int64_t linear) {
 }
 }  // namespace
 
-Scalar Tensor::item() const {
+namespace {
+thread_local TensorReadObserver* t_read_observer = nullptr;
+}  // namespace
+
+TensorReadObserver* set_tensor_read_observer(TensorReadObserver* o) {
+  TensorReadObserver* previous = t_read_observer;
+  t_read_observer = o;
+  return previous;
+}
+
+Scalar Tensor::item(std::source_location where) const {
+  if (t_read_observer) t_read_observer->read(*this, TensorRead::Item, where);
   KILN_CHECK(numel() == 1, "item(): a tensor with {} elements cannot be converted to a number", numel());
   Tensor t = *this;
   return KILN_DISPATCH_ALL(dtype(), [&](auto z) -> Scalar {
@@ -152,7 +163,17 @@ Scalar Tensor::item() const {
   });
 }
 
-std::vector<double> Tensor::to_double_vector() const {
+bool Tensor::is_nonzero(std::source_location where) const {
+  if (t_read_observer) t_read_observer->read(*this, TensorRead::Bool, where);
+  KILN_CHECK(numel() == 1, "is_nonzero(): a tensor with {} elements is ambiguous as a bool", numel());
+  TensorReadObserver* off = set_tensor_read_observer(nullptr);  // one read, reported once
+  bool value = item().to_bool();
+  set_tensor_read_observer(off);
+  return value;
+}
+
+std::vector<double> Tensor::to_double_vector(std::source_location where) const {
+  if (t_read_observer) t_read_observer->read(*this, TensorRead::Elements, where);
   std::vector<double> out(static_cast<size_t>(numel()));
   for (int64_t i = 0; i < numel(); ++i) out[size_t(i)] = element_as_double(*this, i);
   return out;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <string>
 #include <vector>
@@ -93,9 +94,13 @@ class Tensor {
     KILN_CHECK(DTypeOf<T>::value == dtype(), "data<{}>() on a {} tensor", dtype_name(DTypeOf<T>::value), dtype_name(dtype()));
     return static_cast<T*>(data_ptr());
   }
-  Scalar item() const;  // the single element (as a Scalar of the tensor's category)
-  template <class T> T item() const;
-  std::vector<double> to_double_vector() const;  // all elements in row-major order, as f64
+  // Reads of values on the host. `where` (the caller's line) is for capture's TensorReadObserver (below).
+  Scalar item(std::source_location where = std::source_location::current()) const;  // the single element
+  template <class T> T item(std::source_location where = std::source_location::current()) const;
+  // bool(t) in PyTorch: the single element is non-zero.
+  bool is_nonzero(std::source_location where = std::source_location::current()) const;
+  // All elements in row-major order, as f64.
+  std::vector<double> to_double_vector(std::source_location where = std::source_location::current()) const;
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -125,12 +130,24 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& sizes) {
   return t;
 }
 
-template <class T> T Tensor::item() const {
-  Scalar s = item();
+template <class T> T Tensor::item(std::source_location where) const {
+  Scalar s = item(where);
   if constexpr (std::is_same_v<T, bool>) return s.to_bool();
   else if constexpr (std::is_integral_v<T>) return T(s.to_int());
   else return T(s.to_double());
 }
+
+// Capture's hook on host reads (src/capture): while an observer is installed on this thread, item(),
+// is_nonzero() and to_double_vector() report the read (and the user's line) before reading. The dispatcher
+// removes it while an op runs, so kernels' own reads are not reported. The observer may throw.
+enum class TensorRead : uint8_t { Item, Bool, Elements };
+class TensorReadObserver {
+ public:
+  virtual ~TensorReadObserver() = default;
+  virtual void read(const Tensor& t, TensorRead kind, const std::source_location& where) = 0;
+};
+// Installs `o` on this thread (null removes it); returns the previous observer.
+TensorReadObserver* set_tensor_read_observer(TensorReadObserver* o);
 
 // A tensor made from a view op shares storage with its input; `make_view` builds one.
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset);

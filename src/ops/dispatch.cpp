@@ -147,7 +147,31 @@ void check_inplace_call(const OpCall& call) {
 }
 
 thread_local MetaCallRecorder* t_recorder = nullptr;
+thread_local EagerCallObserver* t_eager_observer = nullptr;
+
+std::vector<Tensor> dispatch_eager(const OpCall& call);
+
+// Runs the call with capture's hooks removed, then reports it to `observer`.
+std::vector<Tensor> dispatch_observed(const OpCall& call, EagerCallObserver* observer) {
+  struct Restore {
+    EagerCallObserver* calls;
+    TensorReadObserver* reads;
+    ~Restore() { t_eager_observer = calls, set_tensor_read_observer(reads); }
+  } restore{observer, set_tensor_read_observer(nullptr)};
+  t_eager_observer = nullptr;
+  std::vector<Tensor> outs = dispatch_eager(call);
+  t_eager_observer = observer;
+  set_tensor_read_observer(restore.reads);
+  observer->observe(call, outs);
+  return outs;
+}
 }  // namespace
+
+EagerCallObserver* set_eager_call_observer(EagerCallObserver* o) {
+  EagerCallObserver* previous = t_eager_observer;
+  t_eager_observer = o;
+  return previous;
+}
 
 ScopedMetaCallRecorder::ScopedMetaCallRecorder(MetaCallRecorder* r) : previous_(t_recorder) { t_recorder = r; }
 ScopedMetaCallRecorder::~ScopedMetaCallRecorder() { t_recorder = previous_; }
@@ -168,6 +192,13 @@ std::vector<Tensor> dispatch(const OpCall& call) {
     for (const TensorMeta& m : infer_meta(call)) outs.push_back(Tensor::meta(m));
     return outs;
   }
+  if (t_eager_observer) return dispatch_observed(call, t_eager_observer);
+  return dispatch_eager(call);
+}
+
+namespace {
+std::vector<Tensor> dispatch_eager(const OpCall& call) {
+  const OpInfo& op = *call.op;
   bool needs_grad = false;
   if (grad_mode_enabled() && op.differentiable) {
     for (const Tensor& t : call.flat_tensors())
@@ -198,6 +229,7 @@ std::vector<Tensor> dispatch(const OpCall& call) {
   if (op.kernel) fail("{}: cannot differentiate: the op has no VJP and no decomposition", op.name);
   fail("{}: no eager kernel is registered for this op", op.name);
 }
+}  // namespace
 
 std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional) {
   return dispatch(bind_args(op_info(id), std::move(positional)));

@@ -46,6 +46,18 @@ class ScopedMetaCallRecorder {
   MetaCallRecorder* previous_;
 };
 
+// Capture's recording hook (src/capture): while an observer is installed on this thread, every eager
+// (non-meta) call runs as usual and is then reported with its outputs. The calls the op makes itself (its
+// decomposition, its kernel's helpers) and their host reads (TensorReadObserver) are not reported. The
+// observer may throw (fullgraph). Costs one thread-local load per call when none is installed.
+class EagerCallObserver {
+ public:
+  virtual ~EagerCallObserver() = default;
+  virtual void observe(const OpCall& call, const std::vector<Tensor>& outputs) = 0;
+};
+// Installs `o` on this thread (null removes it); returns the previous observer.
+EagerCallObserver* set_eager_call_observer(EagerCallObserver* o);
+
 // Allocates contiguous outputs for `call` from its infer function (kernels use this).
 std::vector<Tensor> alloc_outputs(const OpCall& call);
 

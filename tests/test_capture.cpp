@@ -1,0 +1,512 @@
+// Capture (kiln::compile of C++ functions): each graph-break kind, guard kind and recompile reason with its
+// message and the user's source line; the recompile limit and eager fall-back; fullgraph; explain();
+// KILN_CAPTURE_VERIFY; captured weights updated in place or replaced; suppress_errors; eager regions.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+#include "capture/capture.h"
+#include "core/options.h"
+#include "minifier/hook.h"
+#include "ops/api.h"
+
+namespace kiln {
+namespace {
+
+// How capture names a line of this file (std::source_location gives the path as compiled).
+std::string here(int line) { return fmt::format("{}:{}", __FILE__, line); }
+
+Tensor iota(Shape sizes, double start = 1.0) {
+  std::vector<float> v(size_t(shape_numel(sizes)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(start + double(i));
+  return Tensor::from_vector(v, sizes);
+}
+
+void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.sizes(), b.sizes());
+  EXPECT_EQ(a.to_double_vector(), b.to_double_vector());
+}
+
+// The function body runs only when kiln traces; a cached call replays the graphs.
+TEST(Capture, CachedCallsReplayWithoutRunningTheFunction) {
+  for (std::string backend : {"eager", "inductor"}) {
+    int runs = 0;
+    auto f = compile([&](const Tensor& x) { ++runs; return relu(x * 2.0) + 1.0; }, {.backend = backend});
+    Tensor x = iota({4}, -2);
+    expect_same(f(x), relu(x * 2.0) + 1.0);
+    Tensor y = iota({4}, 5);
+    expect_same(f(y), relu(y * 2.0) + 1.0);
+    EXPECT_EQ(runs, 1) << backend;
+    EXPECT_EQ(f.core().recompiles(), 0);
+  }
+}
+
+TEST(Capture, ResultsOfEveryShape) {
+  auto f = compile([](const Tensor& x, double s) { return std::make_tuple(x + s, s * 2, std::vector<Tensor>{x, -x}); },
+                   {.backend = "eager"});
+  for (int i = 0; i < 2; ++i) {
+    auto [a, b, v] = f(iota({2}), 3.0);
+    expect_same(a, iota({2}) + 3.0);
+    EXPECT_EQ(b, 6.0);
+    ASSERT_EQ(v.size(), 2u);
+    expect_same(v[1], -iota({2}));
+  }
+}
+
+// ---- graph breaks: kind, reason, line ----
+
+TEST(CaptureBreaks, ItemBreaksAndKeysTheBranchByValue) {
+  int line = 0;
+  auto fn = [&](const Tensor& x) {
+    line = __LINE__ + 1;
+    double s = sum(x).item().to_double();
+    return x * s;
+  };
+  ExplainOutput e = explain(fn, iota({3}));
+  ASSERT_EQ(e.graph_break_count, 1);
+  EXPECT_EQ(e.breaks[0].kind, "item");
+  EXPECT_NE(e.breaks[0].reason.find("Tensor.item()"), std::string::npos);
+  EXPECT_EQ(e.breaks[0].site.line, line);
+  EXPECT_EQ(e.graph_count, 2);
+  auto f = compile(fn, {.backend = "eager"});
+  expect_same(f(iota({3})), iota({3}) * 6.0);
+  expect_same(f(iota({3})), iota({3}) * 6.0);  // same value: replayed
+  EXPECT_EQ(f.core().recompiles(), 0);
+  expect_same(f(iota({3}, 2)), iota({3}, 2) * 9.0);  // another value: a new branch
+  ASSERT_EQ(f.core().recompile_reasons().size(), 1u);
+  EXPECT_EQ(f.core().recompile_reasons()[0],
+            fmt::format("the value read at {} (item) is 9.0; the cached traces saw 6.0", here(line)));
+}
+
+TEST(CaptureBreaks, BoolBranchTakesBothSidesOnLaterCalls) {
+  int line = 0;
+  auto f = compile(
+      [&](const Tensor& x) {
+        line = __LINE__ + 1;
+        if (gt(sum(x), 0).is_nonzero()) return x * 2.0;
+        return x - 100.0;
+      },
+      {.backend = "inductor"});
+  Tensor pos = iota({3}), neg = iota({3}, -10);
+  expect_same(f(pos), pos * 2.0);
+  expect_same(f(neg), neg - 100.0);
+  int traces_line = line;
+  line = 0;
+  expect_same(f(pos), pos * 2.0);
+  expect_same(f(neg), neg - 100.0);
+  EXPECT_EQ(line, 0) << "both sides are cached: the function did not run again";
+  ASSERT_EQ(f.core().recompile_reasons().size(), 1u);
+  EXPECT_EQ(f.core().recompile_reasons()[0],
+            fmt::format("the value read at {} (bool) is False; the cached traces saw True", here(traces_line)));
+  ExplainOutput e = explain([](const Tensor& x) { return gt(sum(x), 0).is_nonzero() ? x : -x; }, pos);
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "bool");
+  EXPECT_NE(e.breaks[0].reason.find("data-dependent branch"), std::string::npos);
+}
+
+TEST(CaptureBreaks, ReadingElementsBreaks) {
+  int line = 0;
+  ExplainOutput e = explain(
+      [&](const Tensor& x) {
+        line = __LINE__ + 1;
+        std::vector<double> v = (x + 1.0).to_double_vector();
+        return x * v[0];
+      },
+      iota({2}));
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "elements");
+  EXPECT_EQ(e.breaks[0].site.line, line);
+}
+
+TEST(CaptureBreaks, DisableRegionRunsOnEveryCall) {
+  int calls = 0, line = 0;
+  auto f = compile(
+      [&](const Tensor& x) {
+        Tensor y = x + 1.0;
+        line = __LINE__ + 1;
+        std::vector<Tensor> z = disable([&calls](const std::vector<Tensor>& in) { ++calls; return std::vector<Tensor>{in[0] * 3.0}; }, {y});
+        return z[0] - 1.0;
+      },
+      {.backend = "eager"});
+  for (int i = 0; i < 3; ++i) expect_same(f(iota({2})), (iota({2}) + 1.0) * 3.0 - 1.0);
+  EXPECT_EQ(calls, 3);
+  ExplainOutput e = explain(
+      [](const Tensor& x) {
+        return disable([](const std::vector<Tensor>& in) { return in; }, {x})[0] + 1.0;
+      },
+      iota({2}));
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "disable");
+  EXPECT_EQ(e.breaks[0].site.line, __LINE__ - 5);
+}
+
+TEST(CaptureBreaks, PrintIsReplayedOnEveryCall) {
+  auto f = compile(
+      [](const Tensor& x) {
+        Tensor y = x * 2.0;
+        print("y", y);
+        return y + 1.0;
+      },
+      {.backend = "eager"});
+  testing::internal::CaptureStdout();
+  f(iota({2}));
+  f(iota({2}, 10));
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("y: "), std::string::npos);
+  EXPECT_NE(out.find("22"), std::string::npos) << out;  // the second call's values, printed from the replay
+  ExplainOutput e = explain([](const Tensor& x) { print("hello"); return x + 1.0; }, iota({1}));
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "print");
+  EXPECT_EQ(e.breaks[0].site.line, __LINE__ - 3);
+}
+
+TEST(CaptureBreaks, OpsNeedingAutogradRunEagerlyAndKeepTheirHistory) {
+  Tensor w = iota({3});
+  w.set_requires_grad(true);
+  auto f = compile([&](const Tensor& x) { return sum(x * w); }, {.backend = "eager"});
+  ExplainOutput e = explain([&](const Tensor& x) { return sum(x * w); }, iota({3}));
+  ASSERT_GE(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "unsupported_op");
+  EXPECT_NE(e.breaks[0].reason.find("needs autograd"), std::string::npos) << e.breaks[0].reason;
+  for (int i = 0; i < 2; ++i) {
+    w.set_grad(Tensor());
+    Tensor loss = f(iota({3}));
+    loss.backward();
+    expect_same(w.grad(), iota({3}));
+  }
+}
+
+TEST(CaptureBreaks, FullgraphMakesTheFirstBreakAnError) {
+  auto f = compile([](const Tensor& x) { return x * sum(x).item().to_double(); },
+                   {.backend = "eager", .fullgraph = true, .name = "scale"});
+  int line = __LINE__ - 2;
+  try {
+    f(iota({2}));
+    FAIL() << "expected an error";
+  } catch (const Error& err) {
+    EXPECT_EQ(std::string(err.what()).find(fmt::format("fullgraph: graph break in scale ({}) at {}: Tensor.item()",
+                                                       here(line), here(line))),
+              0u)
+        << err.what();
+  }
+  auto ok = compile([](const Tensor& x) { return x + 1.0; }, {.backend = "eager", .fullgraph = true});
+  expect_same(ok(iota({2})), iota({2}) + 1.0);
+}
+
+// ---- guards and recompile reasons ----
+
+// A call that fails one guard: returns the compiled result and the eager one.
+using Scale = Compiled<Tensor(const Tensor&, int64_t)>;
+struct GuardCase {
+  std::string name;
+  std::function<std::pair<Tensor, Tensor>(Scale&)> call_again;
+  std::string reason;
+};
+
+std::pair<Tensor, Tensor> scale_both(Scale& f, const Tensor& x, int64_t n) { return {f(x, n), x * double(n)}; }
+
+TEST(CaptureGuards, EachGuardKindRecompilesWithItsReason) {
+  const Tensor base = iota({2, 3});
+  std::vector<GuardCase> cases = {
+      {"size", [](Scale& f) { return scale_both(f, iota({4, 3}), 1); },
+       "tensor 'x' size mismatch at index 0: expected 2, got 4"},
+      {"rank", [](Scale& f) { return scale_both(f, iota({6}), 1); }, "tensor 'x' rank mismatch: expected 2 dims, got 1"},
+      {"dtype", [](Scale& f) { return scale_both(f, to(iota({2, 3}), DType::F64), 1); },
+       "tensor 'x' dtype mismatch: expected f32, got f64"},
+      {"stride", [](Scale& f) { return scale_both(f, transpose(iota({3, 2}), 0, 1), 1); },
+       "tensor 'x' stride mismatch at index 0: expected 3, got 1"},
+      {"number", [&](Scale& f) { return scale_both(f, base, 2); }, "'n' == 1 failed: got 2"},
+      {"requires_grad",
+       [](Scale& f) {
+         Tensor t = iota({2, 3});
+         t.set_requires_grad(true);
+         NoGradGuard ng;
+         return scale_both(f, t, 1);
+       },
+       "tensor 'x' requires_grad mismatch: expected false, got true"},
+      {"grad_mode", [&](Scale& f) { NoGradGuard ng; return scale_both(f, base, 1); },
+       "grad mode mismatch: expected enabled, got disabled"},
+      {"options", [&](Scale& f) { ScopedOption o(Opt::BisectDisable, "passes:cse"); return scale_both(f, base, 1); },
+       "kiln options mismatch: expected 'backend=eager"},
+  };
+  for (const GuardCase& c : cases) {
+    auto f = compile([](const Tensor& x, int64_t n) { return x * double(n); },
+                     {.backend = "eager", .name = "scale", .arg_names = {"x", "n"}});
+    int line = __LINE__ - 2;
+    f(base, 1);
+    testing::internal::CaptureStderr();
+    {
+      ScopedOption logs(Opt::Logs, "recompiles");
+      for (int call = 0; call < 2; ++call) {  // a recompile, then a replay of the new trace
+        auto [compiled, eager] = c.call_again(f);
+        expect_same(compiled, eager);
+      }
+    }
+    std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_EQ(f.core().recompile_reasons().size(), 1u) << c.name;
+    EXPECT_EQ(f.core().recompile_reasons()[0].rfind(c.reason, 0), 0u) << c.name << ": " << f.core().recompile_reasons()[0];
+    EXPECT_NE(err.find(fmt::format("[kiln:recompiles] recompiling scale ({}) because: {}", here(line), c.reason)),
+              std::string::npos)
+        << c.name << ": " << err;
+    EXPECT_NE(err.find(fmt::format("(called at {}:", __FILE__)), std::string::npos) << c.name << ": " << err;
+  }
+}
+
+TEST(CaptureGuards, VectorLengthAndAliasing) {
+  auto f = compile([](const std::vector<Tensor>& xs) { return xs[0] + xs.back(); },
+                   {.backend = "eager", .arg_names = {"xs"}});
+  f(std::vector<Tensor>{iota({2}), iota({2})});
+  f(std::vector<Tensor>{iota({2}), iota({2}), iota({2})});
+  ASSERT_EQ(f.core().recompile_reasons().size(), 1u);
+  EXPECT_EQ(f.core().recompile_reasons()[0], "'xs' length mismatch: expected 2, got 3");
+  auto g = compile([](const Tensor& a, const Tensor& b) { return add_(a, 1.0) + b; },
+                   {.backend = "eager", .arg_names = {"a", "b"}});
+  Tensor x = iota({2});
+  expect_same(g(iota({2}), iota({2})), iota({2}) * 2.0 + 1.0);
+  Tensor r = g(x, x);  // a and b are one tensor: the in-place update shows through b
+  expect_same(r, (iota({2}) + 1.0) * 2.0);
+  ASSERT_EQ(g.core().recompile_reasons().size(), 1u);
+  EXPECT_EQ(g.core().recompile_reasons()[0],
+            "tensor 'b' aliasing mismatch: expected its own object, got the same object as 'a'");
+}
+
+TEST(CaptureGuards, RecompileLimitWarnsAndFallsBackToEager) {
+  int runs = 0;
+  auto f = compile([&](const Tensor& x, double c) { ++runs; return x + c; },
+                   {.backend = "eager", .recompile_limit = 2, .name = "shift", .arg_names = {"x", "c"}});
+  int line = __LINE__ - 2;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 6; ++i) expect_same(f(iota({2}), 0.5 + i), iota({2}) + (0.5 + i));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(f.core().recompiles(), 2);
+  EXPECT_TRUE(f.core().fell_back());
+  EXPECT_EQ(runs, 6);  // three traces, then three eager calls
+  EXPECT_NE(err.find(fmt::format("shift hit the recompile limit (2)\n    function: shift ({})\n    last reason: 'c' == "
+                                 "2.5 failed: got 3.5",
+                                 here(line))),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("hit the recompile limit", err.find("hit the recompile limit") + 1), std::string::npos)
+      << "warned once";
+  f(iota({2}), 0.5);  // a cached guard set still replays
+  EXPECT_EQ(runs, 6);
+  auto strict = compile([](const Tensor& x, double c) { return x + c; },
+                        {.backend = "eager", .recompile_limit = 0, .error_on_recompile_limit = true});
+  strict(iota({2}), 1.0);
+  EXPECT_THROW(strict(iota({2}), 2.0), Error);
+}
+
+// ---- captured tensors ----
+
+TEST(CaptureWeights, InPlaceUpdatesAreSeenAndReplacementsRecompile) {
+  for (std::string backend : {"eager", "inductor"}) {
+    struct Model {
+      Tensor w = iota({3});
+    } model;
+    auto f = compile([&model](const Tensor& x) { return sum(x * model.w); }, {.backend = backend});
+    Tensor x = iota({3});
+    expect_same(f(x), sum(x * model.w));
+    {
+      NoGradGuard ng;  // an SGD step: w -= 0.1 * grad, in place
+      add_(model.w, ones({3}), -0.1);
+    }
+    expect_same(f(x), sum(x * model.w));
+    EXPECT_EQ(f.core().recompiles(), 0) << backend;
+    model.w = iota({3}, 10);  // another object: the one the trace read is gone
+    expect_same(f(x), sum(x * model.w));
+    ASSERT_EQ(f.core().recompile_reasons().size(), 1u) << backend;
+    EXPECT_EQ(f.core().recompile_reasons()[0],
+              "captured tensor 'captured0' (f32[3]) was replaced by another object: the one the trace read is gone");
+  }
+}
+
+TEST(CaptureWeights, InPlaceUpdatesOfArgumentsAreReplayed) {
+  for (std::string backend : {"eager", "inductor"}) {
+    auto step = compile([](const Tensor& w, const Tensor& g) { add_(w, g, -0.5); }, {.backend = backend});
+    Tensor w = iota({4});
+    step(w, ones({4}));
+    step(w, ones({4}));
+    expect_same(w, iota({4}) - 1.0);
+  }
+}
+
+TEST(CaptureVerify, CatchesAGlobalKilnCannotGuard) {
+  static double g_scale = 2.0;
+  auto f = compile([](const Tensor& x) { return x * g_scale; }, {.backend = "eager", .name = "scaled"});
+  int line = __LINE__ - 1;
+  ScopedOption verify(Opt::CaptureVerify, "1");
+  f(iota({2}));
+  g_scale = 3.0;
+  testing::internal::CaptureStderr();
+  Tensor y = f(iota({2}));
+  std::string err = testing::internal::GetCapturedStderr();
+  expect_same(y, iota({2}) * 3.0);  // verified calls run eagerly
+  EXPECT_NE(err.find(fmt::format("KILN_CAPTURE_VERIFY: scaled ({}) called at {}: this call's trace differs", here(line),
+                                 here(line + 6))),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("graph1: cached `"), std::string::npos) << err;
+  EXPECT_NE(err.find("3"), std::string::npos) << err;
+}
+
+TEST(CaptureBackends, SuppressErrorsRunsAFailingGraphEagerly) {
+  CaptureOptions options;
+  options.custom_backend = [](const graph::Graph&, const std::vector<Tensor>&) -> GraphProgram {
+    throw CompileError("broken backend");
+  };
+  auto strict = compile([](const Tensor& x) { return x + 1.0; }, options);
+  EXPECT_THROW(strict(iota({2})), CompileError);
+  options.suppress_errors = true;
+  auto f = compile([](const Tensor& x) { return x + 1.0; }, options);
+  testing::internal::CaptureStderr();
+  expect_same(f(iota({2})), iota({2}) + 1.0);
+  expect_same(f(iota({2})), iota({2}) + 1.0);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("backend 'custom' failed on graph 1 of fn"), std::string::npos) << err;
+  EXPECT_NE(err.find("broken backend; that graph runs eagerly (suppress_errors)"), std::string::npos) << err;
+}
+
+TEST(CaptureBackends, UnknownBackendAndModeAreErrors) {
+  try {
+    compile([](const Tensor& x) { return x; }, {.backend = "aot_eager"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown backend 'aot_eager' (available: "), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(compile([](const Tensor& x) { return x; }, {.mode = "max-autotune"}), Error);
+  ScopedOption env(Opt::Backend, "eager");
+  auto f = compile([](const Tensor& x) { return x + 1.0; });
+  f(iota({1}));
+  ExplainOutput e = explain([](const Tensor& x) { return x + 1.0; }, iota({1}));
+  EXPECT_NE(e.guards.back().find("backend=eager"), std::string::npos);
+}
+
+TEST(CaptureExplain, CountsGraphsBreaksOpsAndGuards) {
+  auto fn = [](const Tensor& x, int64_t n) {
+    Tensor y = relu(x) * double(n);
+    if (gt(sum(y), 0).is_nonzero()) y = y + 1.0;
+    return exp(y);
+  };
+  ExplainOutput e = explain(fn, iota({2}), int64_t(3));
+  EXPECT_EQ(e.graph_count, 2);
+  EXPECT_EQ(e.graph_break_count, 1);
+  EXPECT_EQ(e.ops_per_graph, (std::vector<int>{4, 2}));
+  EXPECT_EQ(e.guards[0], "tensor 'arg0': f32[2] strides [1] cpu requires_grad=false");
+  EXPECT_EQ(e.guards[1], "'arg1' == 3");
+  std::ostringstream os;
+  os << e;
+  EXPECT_EQ(os.str().rfind("Graph Count: 2\nGraph Break Count: 1\nOp Count: 6\nBreak Reasons:\n  Break Reason 1:\n", 0), 0u)
+      << os.str();
+}
+
+TEST(CaptureEagerRegions, AnOutputShapeChangeIsAMiss) {
+  auto f = compile(
+      [](const Tensor& x) {
+        std::vector<Tensor> y = disable([](const std::vector<Tensor>& in) {
+          int64_t n = sum(in[0]).item<int64_t>() > 10 ? 4 : 2;
+          return std::vector<Tensor>{ones({n})};
+        }, {x});
+        return y[0] * 2.0;
+      },
+      {.backend = "eager"});
+  expect_same(f(iota({2})), ones({2}) * 2.0);
+  expect_same(f(iota({2}, 10)), ones({4}) * 2.0);
+  ASSERT_EQ(f.core().recompile_reasons().size(), 1u);
+  EXPECT_NE(f.core().recompile_reasons()[0].find("size mismatch at index 0: expected 2, got 4"), std::string::npos)
+      << f.core().recompile_reasons()[0];
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CaptureBreaks, DataDependentOutputShapeRunsEagerly) {
+  auto fn = [](const Tensor& x) { return index(x, {gt(x, 0.0)}) * 2.0; };
+  ExplainOutput e = explain(fn, iota({4}, -1));
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].kind, "unsupported_op");
+  EXPECT_NE(e.breaks[0].reason.find("index:"), std::string::npos) << e.breaks[0].reason;
+  auto f = compile(fn, {.backend = "eager"});
+  for (double start : {-1.0, -1.0, -3.0, 0.0}) expect_same(f(iota({4}, start)), fn(iota({4}, start)));
+}
+
+TEST(CaptureErrors, AFailingOpRaisesTheEagerError) {
+  auto f = compile([](const Tensor& a, const Tensor& b) { return mm(a, b); }, {.backend = "eager"});
+  std::string eager_error, compiled_error;
+  try {
+    mm(iota({2, 3}), iota({2, 3}));
+  } catch (const Error& e) {
+    eager_error = e.what();
+  }
+  try {
+    f(iota({2, 3}), iota({2, 3}));
+  } catch (const Error& e) {
+    compiled_error = e.what();
+  }
+  EXPECT_FALSE(eager_error.empty());
+  EXPECT_EQ(compiled_error, eager_error);
+  expect_same(f(iota({2, 3}), iota({3, 2})), mm(iota({2, 3}), iota({3, 2})));  // the cache is still usable
+}
+
+TEST(CaptureLogs, ChannelsAndDebugDir) {
+  std::string dir = testing::TempDir() + "/capture_debug_" + std::to_string(::getpid());
+  auto f = compile(
+      [](const Tensor& x) {
+        Tensor y = relu(x);
+        return gt(sum(y), 0.0).is_nonzero() ? y * 2.0 : -y;
+      },
+      {.backend = "eager", .name = "logged"});
+  int line = __LINE__ - 6;
+  testing::internal::CaptureStderr();
+  {
+    ScopedOption logs(Opt::Logs, "graph_breaks,guards,graph_code,capture");
+    ScopedOption debug(Opt::DebugDir, dir);
+    f(iota({2}));
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find(fmt::format("[kiln:graph_breaks] graph break in logged ({}) at {}: data-dependent branch", here(line),
+                                 here(line + 3))),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("[kiln:guards] guards of logged"), std::string::npos) << err;
+  EXPECT_NE(err.find("tensor 'arg0': f32[2] strides [1] cpu requires_grad=false"), std::string::npos) << err;
+  EXPECT_NE(err.find("[kiln:graph_code] graph 1 of logged"), std::string::npos) << err;
+  EXPECT_NE(err.find("= relu(%arg0)"), std::string::npos) << err;
+  EXPECT_NE(err.find("[kiln:capture] logged (" + here(line) + "): recorded relu (graph 1, op 1)"), std::string::npos)
+      << err;
+  int dumped = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/capture"))
+    dumped += entry.path().string().ends_with("_graph1.kir") || entry.path().string().ends_with("_graph2.kir");
+  EXPECT_EQ(dumped, 2) << dir;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(CaptureRepro, ReproAfterCaptureSavesTheCapturedGraphWhoseCompileFails) {
+  install_repro_hook();
+  std::string dir = testing::TempDir() + "/capture_repro_" + std::to_string(::getpid());
+  ScopedOption after(Opt::ReproAfter, "capture"), level(Opt::ReproLevel, "1"), debug(Opt::DebugDir, dir),
+      inject(Opt::Inject, "relu:compile_error");
+  auto f = compile([](const Tensor& x) { return relu(x) + 1.0; }, {.backend = "inductor"});
+  testing::internal::CaptureStderr();
+  EXPECT_THROW(f(iota({4})), CompileError);
+  std::string err = testing::internal::GetCapturedStderr();
+  int repros = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    repros += entry.path().extension() == ".repro";
+  EXPECT_EQ(repros, 1) << err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
