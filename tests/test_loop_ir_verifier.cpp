@@ -14,6 +14,7 @@
 #include "graph/text.h"
 #include "inductor/backend.h"
 #include "inductor/compile.h"
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/verify_schedule.h"
 

@@ -8,6 +8,7 @@
 #include "cli_run.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/lowering_probe.h"
 #include "inductor/lowering_table.h"
@@ -21,7 +22,7 @@ namespace {
 // The lowering decisions of a graph written as .kir text (after decomposition).
 std::vector<std::string> lowering_decisions(const std::string& kir) {
   graph::Graph g = graph::parse_graph(kir);
-  const inductor::InjectSpec none;
+  const inductor::CompileContext none;  // no injection, the default target
   graph::Graph d = inductor::decompose_composites(g, none);
   return inductor::lower_graph(d, graph::StorageModel(d), none).decisions;
 }

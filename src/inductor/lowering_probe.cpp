@@ -3,6 +3,7 @@
 // decompose_composites and lower_graph what they make of it.
 #include "inductor/lowering_probe.h"
 
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 
 namespace kiln::inductor {
