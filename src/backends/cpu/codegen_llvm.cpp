@@ -220,8 +220,8 @@ void KernelEmitter::emit_streamed_elements(EmitScope& scope, const KernelLoop& l
                     [&](Value* linear) { element(b.CreateSub(linear, c)); });
 }
 
-// The host loop of the current row (pointwise: the loop-IR verifier's `defer` invariant): twice, with the previous row's writes (row > first) and without
-// (a thread's first row).
+// The host loop of the current row (pointwise: the loop-IR verifier's `defer` invariant): twice, with the
+// previous row's writes (row > first) and without (a thread's first row).
 void KernelEmitter::emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first) {
   llvm::IRBuilder<>& b = cx_.b;
   auto* with = llvm::BasicBlock::Create(cx_.ctx, "host_deferred", cx_.fn);
