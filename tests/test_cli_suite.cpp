@@ -479,10 +479,10 @@ TEST_F(EmitTorch, EveryOpsProbeCallRunsInPyTorchAndMatchesKiln) {
   std::string list;
   int ops = 0;
   for (const kiln::OpInfo& op : kiln::all_ops()) {
-    std::optional<kiln::graph::Graph> g = kiln::inductor::one_node_graph(op);
-    if (!g || known.count(std::string(op.name))) continue;
+    const kiln::inductor::ProbeGraph probe = kiln::inductor::one_node_graph(op);
+    if (!probe.decision || known.count(std::string(op.name))) continue;
     const std::string name(op.name);
-    std::string kir = file(name + ".kir", kiln::graph::print_graph(*g));
+    std::string kir = file(name + ".kir", kiln::graph::print_graph(probe.graph));
     CliResult r = shell("kiln run " + kir + " --seed 0 --dump " + path("d_" + name) + " --emit torch");
     if (r.exit_code != 0) continue;  // kiln refuses the probe's values (e.g. a division by an integer zero)
     if (op.kind == kiln::OpKind::Random)

@@ -22,6 +22,7 @@
 #include "graph/interpreter.h"
 #include "graph/text.h"
 #include "inductor/compile.h"
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "graph/storage_model.h"
 #include "op_samples.h"

@@ -8,7 +8,7 @@
 #include "cli_run.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
-#include "inductor/context.h"
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/lowering_probe.h"
 #include "inductor/lowering_table.h"

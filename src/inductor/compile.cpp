@@ -20,6 +20,7 @@
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "inductor/backend.h"
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/program.h"
 #include "inductor/verify_schedule.h"

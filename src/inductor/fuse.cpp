@@ -3,6 +3,7 @@
 
 #include "core/bisect.h"
 #include "core/error.h"
+#include "inductor/decision.h"
 #include "inductor/schedule_passes.h"
 
 namespace kiln::inductor {
@@ -26,6 +27,12 @@ bool reads_same_row(const Index& load, const Index& store, const std::vector<Ind
   return lo >= 0 && hi < row_size;
 }
 
+// A node's loop in a kernel, or the Decision::no saying why it cannot be placed there.
+struct Placement {
+  Decision decision;
+  KernelLoop loop;
+};
+
 struct Fuser {
   const LoweredGraph& lg;
   CompileContext& ctx;
@@ -34,33 +41,31 @@ struct Fuser {
 
   void decide(std::string s) { ctx.decisions.record(LogChannel::Fusion, std::move(s)); }
 
-  // The node's loop at kernel `k` (whose outer vars are fixed), or nullopt with the reason it cannot join.
-  std::optional<KernelLoop> place(const Kernel& k, int node_index, std::string& why) const {
+  // The node's loop at kernel `k` (whose outer vars are fixed), or the reason it cannot join.
+  Placement place(const Kernel& k, int node_index) const {
     const LoopNode& n = lg.nodes[size_t(node_index)];
     KernelLoop loop;
     loop.node = node_index;
     const Shape& O = k.outer;
     if (n.kind == LoopNode::Kind::Reduction) {
-      if (n.sizes != O) {
-        why = fmt::format("reduction over kept dims {} does not match the kernel's outer loop {}", shape_str(n.sizes), shape_str(O));
-        return std::nullopt;
-      }
+      if (n.sizes != O)
+        return {Decision::no(fmt::format("reduction over kept dims {} does not match the kernel's outer loop {}",
+                                         shape_str(n.sizes), shape_str(O))), {}};
       loop.idx = k.outer_vars;
       loop.ridx = ix_vars(n.rsizes);
     } else {
-      if (n.sizes.size() < O.size() || !std::equal(O.begin(), O.end(), n.sizes.begin())) {
-        why = fmt::format("iteration space {} does not start with the kernel's outer loop {}", shape_str(n.sizes), shape_str(O));
-        return std::nullopt;
-      }
+      if (n.sizes.size() < O.size() || !std::equal(O.begin(), O.end(), n.sizes.begin()))
+        return {Decision::no(fmt::format("iteration space {} does not start with the kernel's outer loop {}",
+                                         shape_str(n.sizes), shape_str(O))), {}};
       loop.idx = k.outer_vars;
       for (size_t d = O.size(); d < n.sizes.size(); ++d) loop.idx.push_back(n.sizes[d] == 1 ? ix_const(0) : ix_var(n.sizes[d]));
     }
     loop.value = n.body(loop.idx, loop.ridx);
-    return loop;
+    return {Decision::yes(), std::move(loop)};
   }
 
   // Whether every read of a buffer written in kernel `k` is served by the same outer point.
-  bool dependencies_ok(const Kernel& k, int kernel_index, const KernelLoop& loop, std::string& why) {
+  Decision dependencies_ok(const Kernel& k, int kernel_index, const KernelLoop& loop) {
     std::vector<std::pair<int, Index>> loads;
     s_loads(loop.value, loads);
     for (const auto& [b, index] : loads) {
@@ -80,13 +85,11 @@ struct Fuser {
         int64_t row = shape_numel(Shape(p.sizes.begin() + int64_t(k.outer.size()), p.sizes.end()));
         ok = reads_same_row(index, ix_linear(producer->idx, p.sizes), k.outer_vars, row);
       }
-      if (!ok) {
-        why = fmt::format("reads %{} (written in this kernel) at another outer point [{}]: it may not be written yet",
-                          p.origin, index.str());
-        return false;
-      }
+      if (!ok)
+        return Decision::no(fmt::format("reads %{} (written in this kernel) at another outer point [{}]: it may not "
+                                        "be written yet", p.origin, index.str()));
     }
-    return true;
+    return Decision::yes();
   }
 
   Kernel start_kernel(int node_index) {
@@ -96,10 +99,9 @@ struct Fuser {
     if (n.kind == LoopNode::Kind::Reduction) k.outer = n.sizes;
     else if (n.sizes.size() >= 2) k.outer = Shape(n.sizes.begin(), n.sizes.end() - 1);
     k.outer_vars = ix_vars(k.outer);
-    std::string why;
-    std::optional<KernelLoop> loop = place(k, node_index, why);
-    KILN_ASSERT(loop, "scheduler: node {} does not fit its own kernel: {}", n.origin, why);
-    k.loops.push_back(std::move(*loop));
+    Placement own = place(k, node_index);
+    KILN_ASSERT(own.decision, "scheduler: node {} does not fit its own kernel: {}", n.origin, own.decision.reason());
+    k.loops.push_back(std::move(own.loop));
     kernel_of_buffer[size_t(n.buffer)] = int(out.kernels.size());
     return k;
   }
@@ -134,24 +136,19 @@ struct Fuser {
     out.steps.push_back(s);
   }
 
-  // Whether node `i` joins the kernel being built; the reason either way.
-  bool joins(const Kernel& cur, int i, std::optional<KernelLoop>& loop, std::string& why) {
+  // Node `i`'s loop in the kernel being built, or why it does not join it.
+  Placement join(const Kernel& cur, int i) {
     const LoopNode& n = lg.nodes[size_t(i)];
-    loop = place(cur, i, why);
-    if (!loop || !dependencies_ok(cur, int(out.kernels.size()), *loop, why)) return false;
-    if (cur.outer.empty() && !cur.loops.empty()) {
-      why = "the kernel has no outer loop to split across threads: fusing would run both loops on one thread";
-      return false;
-    }
-    if (!ctx.options.fuse) {
-      why = "fusion is off";
-      return false;
-    }
-    if (!should_run("inductor", "fusion", [&] { return fmt::format("{} into {}", n.origin, cur.name); })) {
-      why = "refused by the bisection hook";
-      return false;
-    }
-    return true;
+    Placement p = place(cur, i);
+    if (!p.decision) return p;
+    if (Decision d = dependencies_ok(cur, int(out.kernels.size()), p.loop); !d) return {std::move(d), {}};
+    if (cur.outer.empty() && !cur.loops.empty())
+      return {Decision::no("the kernel has no outer loop to split across threads: fusing would run both loops on "
+                           "one thread"), {}};
+    if (!ctx.options.fuse) return {Decision::no("fusion is off"), {}};
+    if (!should_run("inductor", "fusion", [&] { return fmt::format("{} into {}", n.origin, cur.name); }))
+      return {Decision::no("refused by the bisection hook"), {}};
+    return p;
   }
 
   void run() {
@@ -165,15 +162,14 @@ struct Fuser {
         continue;
       }
       if (cur) {
-        std::string why;
-        std::optional<KernelLoop> loop;
-        if (joins(*cur, i, loop, why)) {
+        Placement joined = join(*cur, i);
+        if (joined.decision) {
           decide(fmt::format("fuse {} into {} (outer loop {})", n.origin, cur->name, shape_str(cur->outer)));
-          cur->loops.push_back(std::move(*loop));
+          cur->loops.push_back(std::move(joined.loop));
           kernel_of_buffer[size_t(n.buffer)] = int(out.kernels.size());
           continue;
         }
-        decide(fmt::format("do not fuse {} into {}: {}", n.origin, cur->name, why));
+        decide(fmt::format("do not fuse {} into {}: {}", n.origin, cur->name, joined.decision.reason()));
         finish(*cur);
         cur.reset();
       }

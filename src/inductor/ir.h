@@ -93,7 +93,7 @@ SExpr s_load(int buffer, Index index, DType buffer_dtype);
 // In a reduction's finalize expression: the accumulator (a Load of this pseudo-buffer).
 inline constexpr int kAccumulatorBuffer = -2;
 // Float sums add at most this many elements along their innermost reduced loop into one partial (the compute
-// dtype, vectorised) before the partial joins the sum's f64 total (codegen_llvm.cpp emit_blocked_sum).
+// dtype, vectorised) before the partial joins the sum's f64 total (backends/cpu/codegen_reduction.cpp emit_blocked_sum).
 // docs/inductor.md, "Accumulation".
 inline constexpr int64_t kSumBlock = 4096;
 SExpr s_index_value(Index index);

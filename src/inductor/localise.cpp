@@ -3,6 +3,7 @@
 // round trip through memory. Only when the outer nest is what the threads split (each call runs whole outer
 // points) and the rows fit ctx.target's scratch budget.
 #include "core/bisect.h"
+#include "inductor/decision.h"
 #include "inductor/schedule_passes.h"
 #include "inductor/schedule_queries.h"
 
@@ -10,16 +11,17 @@ namespace kiln::inductor {
 
 namespace {
 
-// Why a pointwise result read only inside kernel `k` must stay in memory ("" when it may be local), given the
-// scratch `used` so far.
-std::string refusal(const Kernel& k, const LoopNode& n, int64_t bytes, int64_t used, const Target& target) {
-  if (k.outer.empty() || k.parallel_loop != -1) return "the kernel has no outer loop split across threads";
-  if (bytes > target.max_local_row_bytes) return fmt::format("a row is {} bytes (> {})", bytes, target.max_local_row_bytes);
+// Whether a pointwise result read only inside kernel `k` may be kernel-local, given the scratch `used` so far;
+// if not, why it must stay in memory.
+Decision may_localise(const Kernel& k, const LoopNode& n, int64_t bytes, int64_t used, const Target& target) {
+  if (k.outer.empty() || k.parallel_loop != -1) return Decision::no("the kernel has no outer loop split across threads");
+  if (bytes > target.max_local_row_bytes)
+    return Decision::no(fmt::format("a row is {} bytes (> {})", bytes, target.max_local_row_bytes));
   if (used + bytes > target.max_local_bytes_per_kernel)
-    return fmt::format("the kernel's scratch would exceed {} bytes", target.max_local_bytes_per_kernel);
+    return Decision::no(fmt::format("the kernel's scratch would exceed {} bytes", target.max_local_bytes_per_kernel));
   if (!should_run("inductor", "localise", [&] { return fmt::format("{} in {}", n.origin, k.name); }))
-    return "refused by the bisection hook";
-  return "";
+    return Decision::no("refused by the bisection hook");
+  return Decision::yes();
 }
 
 }  // namespace
@@ -36,9 +38,9 @@ void localise(Schedule& s, const LoweredGraph& lg, CompileContext& ctx) {
       const std::set<int>& kr = r.kernels[size_t(n.buffer)];
       if (r.outside[size_t(n.buffer)] || kr.size() != 1 || *kr.begin() != int(ki)) continue;
       const int64_t bytes = row_bytes(k, n, buf);
-      if (std::string why = refusal(k, n, bytes, used, ctx.target); !why.empty()) {
-        ctx.decisions.record(LogChannel::Localise,
-                             fmt::format("keep {} in memory: read only inside {}, but {}", n.origin, k.name, why));
+      if (const Decision local = may_localise(k, n, bytes, used, ctx.target); !local) {
+        ctx.decisions.record(LogChannel::Localise, fmt::format("keep {} in memory: read only inside {}, but {}",
+                                                               n.origin, k.name, local.reason()));
         continue;
       }
       used += bytes;

@@ -1,5 +1,5 @@
-// Lowering: graph IR -> loop IR (TorchInductor's lowering.py). Composite ops are first replaced by their
-// decompositions (traced into graph nodes on meta tensors); then every node becomes a lowered value: views
+// Lowering: graph IR -> loop IR (TorchInductor's lowering.py), after the decompose pass (decompose.h) replaced
+// composite ops by their decompositions: every node becomes a lowered value: views
 // become index arithmetic, pointwise ops a body that later consumers inline, reductions a realised Reduction
 // node, and anything else an Extern node that runs the op's eager kernel (BLAS for matrix products). Each
 // realise-or-inline choice and each fallback records its reason (KILN_LOGS=lowering).
@@ -22,15 +22,8 @@ struct LoweredGraph {
   int num_inputs = 0;
 };
 
-// Replaces every Composite node by the nodes of its decomposition (repeatedly, so nested composites go too).
-// A decomposition the bisection hook refuses (stage "inductor", subsystem "decomposition") stays as a node
-// and later runs as an extern call.
-// `unrounded` (optional) receives, by value id, which values are internal to an op that eager runs as one
-// kernel (no f16/bf16 rounding there).
-graph::Graph decompose_composites(const graph::Graph& g, const CompileContext& ctx,
-                                  std::vector<bool>* unrounded = nullptr);
-
-// Lowers a graph without Composite nodes (the result of decompose_composites); `unrounded` as returned there.
+// Lowers a graph without Composite nodes (the result of decompose_composites, decompose.h); `unrounded` as
+// returned there.
 // `storage` (of `g`) places as_strided views and in-place writes where eager has them.
 LoweredGraph lower_graph(const graph::Graph& g, const graph::StorageModel& storage, const CompileContext& ctx,
                          const std::vector<bool>& unrounded = {});

@@ -3,6 +3,7 @@
 // decompose_composites and lower_graph what they make of it.
 #include "inductor/lowering_probe.h"
 
+#include "inductor/decompose.h"
 #include "inductor/lowering.h"
 
 namespace kiln::inductor {
@@ -91,26 +92,28 @@ std::string OpLowering::str() const {
   return "?: " + reason;
 }
 
-std::optional<graph::Graph> one_node_graph(const OpInfo& op, std::string* why) {
+ProbeGraph one_node_graph(const OpInfo& op) {
   std::string last_error = "no candidate call";
   for (const Variant& v : variants()) {
+    graph::Graph g;
     try {
-      return probe_graph(op, v);
+      g = probe_graph(op, v);
     } catch (const Error& e) {
       last_error = e.what();
+      continue;
     }
+    return {Decision::yes(), std::move(g)};
   }
-  if (why) *why = last_error;
-  return std::nullopt;
+  return {Decision::no(last_error), {}};
 }
 
 OpLowering probe_lowering(const OpInfo& op) {
-  std::string why;
-  std::optional<graph::Graph> g = one_node_graph(op, &why);
-  if (!g) return {OpLowering::Kind::Unknown, "no probe call passes shape inference (" + why + ")"};
+  const ProbeGraph probe = one_node_graph(op);
+  if (!probe.decision)
+    return {OpLowering::Kind::Unknown, "no probe call passes shape inference (" + probe.decision.reason() + ")"};
   try {
     const CompileContext none;  // no injection, the default target
-    graph::Graph decomposed = decompose_composites(*g, none);
+    graph::Graph decomposed = decompose_composites(probe.graph, none);
     bool kept = false;  // the op's node survived decomposition
     for (const graph::Node& n : decomposed.nodes()) kept |= n.kind == graph::NodeKind::Op && n.op == op.id;
     if (!kept) return {OpLowering::Kind::Decomposed, ""};

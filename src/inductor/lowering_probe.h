@@ -2,10 +2,10 @@
 // one-node graph. tests/test_lowering_table.cpp checks every row of the lowering table (lowerings.def, the column
 // `kiln ops` prints) against it, so the table cannot drift from the compiler.
 #pragma once
-#include <optional>
 #include <string>
 
 #include "graph/graph.h"
+#include "inductor/decision.h"
 
 #include "ops/op_info.h"
 
@@ -20,8 +20,12 @@ struct OpLowering {
 // Probes `op` with meta tensors standing for graph inputs (no data, no code generation).
 OpLowering probe_lowering(const OpInfo& op);
 
-// The probe's call of `op` as a graph: its inputs, one node, its outputs; nullopt when no candidate call
-// passes shape inference (`why` then says what the last candidate was refused for).
-std::optional<graph::Graph> one_node_graph(const OpInfo& op, std::string* why = nullptr);
+// The probe's call of `op` as a graph (its inputs, one node, its outputs), or a Decision::no when no candidate
+// call passes shape inference, saying what the last candidate was refused for.
+struct ProbeGraph {
+  Decision decision;
+  graph::Graph graph;  // empty unless the decision is yes
+};
+ProbeGraph one_node_graph(const OpInfo& op);
 
 }  // namespace kiln::inductor

@@ -102,10 +102,9 @@ std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<in
     const Buffer& out = lg.buffers[size_t(n.buffer)];
     std::string dest = p.buffer(n.buffer);
     if (n.kind == LoopNode::Kind::Reduction)
-      text += fmt::format("  loop {}: reduce {}{} over {} -> {}: {}{}{}{}\n", li, reduce_op_name(n.reduce),
+      text += fmt::format("  loop {}: reduce {}{} over {} -> {}: {}{}{}\n", li, reduce_op_name(n.reduce),
                           n.nan_insensitive ? " (NaN-insensitive)" : "", shape_str(n.rsizes),
-                          dest, dtype_name(out.dtype), shape_str(n.sizes), fin,
-                          l.accumulated_in >= 0 ? fmt::format(" accumulated in loop {}", l.accumulated_in) : "");
+                          dest, dtype_name(out.dtype), shape_str(n.sizes), fin);
     else
       text += fmt::format("  loop {}: pointwise {} -> {}: {}{}{}\n", li, shape_str(n.sizes), dest, dtype_name(out.dtype),
                           l.stream ? " stream" : "",

@@ -19,10 +19,6 @@ struct KernelLoop {
   // the target's streaming threshold, the loop is not compute-bound and this kernel does not read it back (the
   // CPU's stream pass, backends/cpu/stream.cpp).
   bool stream = false;
-  // Reduction: accumulated inside this earlier pointwise loop of the kernel, element by element as that loop
-  // writes the row it reduces. Always -1 (its own loop): the accumulate pass that set it was removed, no benchmark
-  // justified it (docs/benchmarks.md, "Pass ablation"); codegen_llvm.cpp still reads it until its support goes.
-  int accumulated_in = -1;
 };
 
 struct Kernel {

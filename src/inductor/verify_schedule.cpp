@@ -177,21 +177,6 @@ struct Checker {
       if (!is_local(k, b)) problem("defer", "{}: two-row buffer {} is not kernel-local", k.name, b);
   }
 
-  // accumulate: an accumulated reduction is a sum or product accumulated in the pointwise loop just before it.
-  void accumulate(const Kernel& k) {
-    for (size_t i = 0; i < k.loops.size(); ++i) {
-      const KernelLoop& l = k.loops[i];
-      if (l.accumulated_in < 0) continue;
-      const LoopNode& n = node(l);
-      if (l.accumulated_in != int(i) - 1)
-        problem("accumulate", "{}: loop {} is accumulated in loop {}, not in the loop before it", k.name, i, l.accumulated_in);
-      else if (node(k.loops[i - 1]).kind != LoopNode::Kind::Pointwise)
-        problem("accumulate", "{}: loop {} is accumulated in loop {}, which is not pointwise", k.name, i, i - 1);
-      if (n.kind != LoopNode::Kind::Reduction || (n.reduce != ReduceOp::Sum && n.reduce != ReduceOp::Prod))
-        problem("accumulate", "{}: loop {} is accumulated but is not a sum or a product", k.name, i);
-    }
-  }
-
   // memory-plan: only intermediates that are not outputs or kernel-local are freed, each once, and no step after
   // the free touches the buffer.
   void memory_plan() {
@@ -246,7 +231,6 @@ struct Checker {
       kernel_local(ki, k, r);
       stream(k);
       defer(k);
-      accumulate(k);
     }
     memory_plan();
   }

@@ -34,13 +34,9 @@ namespace {
 
 using namespace cpu_codegen;
 
-// What else an element of a pointwise loop emits after its own store: the reductions accumulated in the loop
-// (scheduler.cpp choose_accumulated_reductions), and with deferred row writes the last loop's body for the
-// previous row (scheduler.cpp choose_deferred_stores).
-struct ElementExtras {
-  std::vector<Accumulation>* accumulations = nullptr;
-  std::function<void(Value*)> deferred;
-};
+// What an element of the host loop emits after its own store with deferred row writes: the last loop's body
+// for the previous row at that element (the CPU's defer pass, backends/cpu/defer.cpp). Empty elsewhere.
+using DeferredBody = std::function<void(Value*)>;
 
 class KernelEmitter {
  public:
@@ -61,13 +57,10 @@ class KernelEmitter {
   void emit_deferred_outer_nest(EmitScope& scope);
   void emit_row(EmitScope& scope);
   void emit_pointwise(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch_next_row,
-                      const ElementExtras& extras);
+                      const DeferredBody& deferred = {});
   void emit_streamed_elements(EmitScope& scope, const KernelLoop& l, const Index& var, Value* lo, Value* hi,
-                              const Prefetch& prefetch, bool lanes,
-                              const std::function<void(Value*, Value*)>& element);
-  void accumulate_element(EmitScope& scope, const ElementExtras& extras, Value* x, Value* lane);
-  void emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first,
-                 const ElementExtras& extras);
+                              const Prefetch& prefetch, const std::function<void(Value*)>& element);
+  void emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first);
   void emit_last_loop_body(const EmitScope& host, Value* x);
   void emit_entry_point(const std::string& symbol);
 };
@@ -138,14 +131,13 @@ void KernelEmitter::emit_deferred_outer_nest(EmitScope& scope) {
     scope.vars[row_key_] = b.CreateSub(end, cx_.c64(1));
     scope.row_is_odd = b.CreateTrunc(scope.vars[row_key_], b.getInt1Ty());
     scope.registers.clear();
-    emit_pointwise(scope, k.loops.back(), -1, false, {});
+    emit_pointwise(scope, k.loops.back(), -1, false);
     b.CreateBr(done);
     b.SetInsertPoint(done);
   }, innermost(k.outer_vars));
 }
 
-// The kernel's loops at one outer point. A reduction accumulated in a pointwise loop runs inside it (in lanes
-// when that loop's elements run in prefetched blocks); with deferred row writes the last loop runs in the host.
+// The kernel's loops at one outer point; with deferred row writes the last loop runs in the host.
 void KernelEmitter::emit_row(EmitScope& scope) {
   const Kernel& k = cx_.k;
   const int last = int(k.loops.size()) - 1;
@@ -155,25 +147,18 @@ void KernelEmitter::emit_row(EmitScope& scope) {
     const KernelLoop& l = k.loops[i];
     const int par = k.parallel_loop == int(i) ? k.parallel_dim - int(k.outer.size()) : -1;
     if (deferred() && int(i) == last) continue;  // written one row late, by the host
-    if (l.accumulated_in >= 0) continue;         // accumulated while its producer ran
     const bool prefetched = int(i) == rows_.prefetch_loop;
-    std::vector<Accumulation> accumulations;
-    const int64_t line = std::max<int64_t>(1, 64 / dtype_size(cx_.lg.buffers[size_t(cx_.node_of(l).buffer)].dtype));
-    for (const KernelLoop& r : k.loops)
-      if (r.accumulated_in == int(i))
-        accumulations.push_back(reductions.start_reduction(r, prefetched && !rows_.next_row_reads.empty() ? line : 0));
-    const ElementExtras extras{accumulations.empty() ? nullptr : &accumulations, nullptr};
-    if (deferred() && int(i) == k.deferred_host) emit_host(scope, l, par, prefetched, row_range(cx_).first, extras);
+    if (deferred() && int(i) == k.deferred_host) emit_host(scope, l, par, prefetched, row_range(cx_).first);
     else if (cx_.node_of(l).kind == LoopNode::Kind::Reduction) reductions.emit_reduction(l);
-    else emit_pointwise(scope, l, par, prefetched, extras);
-    for (Accumulation& a : accumulations) reductions.finish_reduction(a);
+    else emit_pointwise(scope, l, par, prefetched);
   }
 }
 
 // Pointwise loop `l` at the current outer point: its element loop stores the value (prefetching the next row's
-// lines when `prefetch_next_row`), then emits `extras`; a streamed store runs in aligned elements.
+// lines when `prefetch_next_row`), then emits `deferred` (the host loop); a streamed store runs in aligned
+// elements.
 void KernelEmitter::emit_pointwise(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch_next_row,
-                                   const ElementExtras& extras) {
+                                   const DeferredBody& deferred) {
   const Kernel& k = cx_.k;
   const LoopNode& n = cx_.node_of(l);
   std::vector<Index> inner(l.idx.begin() + int64_t(k.outer_vars.size()), l.idx.end());
@@ -199,25 +184,19 @@ void KernelEmitter::emit_pointwise(EmitScope& scope, const KernelLoop& l, int pa
   const Prefetch next_row{&rows_.next_row_reads, 2};
   std::vector<RowRead> ahead = stream && k.loops.size() == 1 ? reads_ahead(cx_, l, inner[last]) : std::vector<RowRead>{};
   const Prefetch prefetch = prefetch_next_row ? next_row : ahead.empty() ? Prefetch{} : Prefetch{&ahead, 3};
-  const bool lanes = extras.accumulations &&
-                     std::any_of(extras.accumulations->begin(), extras.accumulations->end(),
-                                 [&](const Accumulation& a) { return a.lane_count == line; });
   emit_nest(cx_, scope, inner, inner_sizes, 0, parallel, [&] {
     Value* lo = par ? cx_.begin : cx_.c64(0);
     Value* hi = par ? cx_.end : cx_.c64(inner_sizes[last]);
     if (stream) {
-      return emit_streamed_elements(scope, l, inner[last], lo, hi, prefetch, lanes, [&](Value* x, Value* lane) {
+      return emit_streamed_elements(scope, l, inner[last], lo, hi, prefetch, [&](Value* x) {
         scope.vars[key] = x;
         body();
-        accumulate_element(scope, extras, x, lane);
       });
     }
-    emit_element_loop(cx_, scope, lo, hi, cx_.c64(0), line, prefetch_next_row ? next_row : Prefetch{}, lanes,
-                      [&](Value* x, Value* lane) {
+    emit_element_loop(cx_, scope, lo, hi, cx_.c64(0), line, prefetch_next_row ? next_row : Prefetch{}, [&](Value* x) {
       scope.vars[key] = x;
       body();
-      accumulate_element(scope, extras, x, lane);
-      if (extras.deferred) extras.deferred(x);
+      if (deferred) deferred(x);
     });
   }, last);
   scope.memo.clear();
@@ -227,8 +206,8 @@ void KernelEmitter::emit_pointwise(EmitScope& scope, const KernelLoop& l, int pa
 // part runs over the element index L = row_start + x from a multiple of the cache line, so the vectoriser's
 // stores are provably aligned, which the JIT's streaming-store pass needs (jit.cpp) to make them non-temporal.
 void KernelEmitter::emit_streamed_elements(EmitScope& scope, const KernelLoop& l, const Index& var, Value* lo,
-                                           Value* hi, const Prefetch& prefetch, bool lanes,
-                                           const std::function<void(Value*, Value*)>& element) {
+                                           Value* hi, const Prefetch& prefetch,
+                                           const std::function<void(Value*)>& element) {
   llvm::IRBuilder<>& b = cx_.b;
   const LoopNode& n = cx_.node_of(l);
   const int64_t line = std::max<int64_t>(1, 64 / dtype_size(cx_.lg.buffers[size_t(n.buffer)].dtype));
@@ -236,28 +215,14 @@ void KernelEmitter::emit_streamed_elements(EmitScope& scope, const KernelLoop& l
   Value* c = ScalarEmitter(cx_, scope).index(row_start);
   Value* aligned = b.CreateAnd(b.CreateAdd(c, b.CreateAdd(lo, cx_.c64(line - 1))), cx_.c64(-line));
   emit_loop(cx_, lo, b.CreateBinaryIntrinsic(llvm::Intrinsic::smin, hi, b.CreateSub(aligned, c)),
-            [&](Value* x) { element(x, nullptr); });
-  emit_element_loop(cx_, scope, aligned, b.CreateAdd(c, hi), c, line, prefetch, lanes,
-                    [&](Value* linear, Value* lane) { element(b.CreateSub(linear, c), lane); });
+            [&](Value* x) { element(x); });
+  emit_element_loop(cx_, scope, aligned, b.CreateAdd(c, hi), c, line, prefetch,
+                    [&](Value* linear) { element(b.CreateSub(linear, c)); });
 }
 
-// The reductions accumulated in the pointwise loop, each combining its value at the loop's element x (its own
-// row variable set to x; a reduction's divisions are not hoisted along the pointwise loop's variable).
-void KernelEmitter::accumulate_element(EmitScope& scope, const ElementExtras& extras, Value* x, Value* lane) {
-  if (!extras.accumulations) return;
-  ReductionEmitter reductions(cx_, scope);
-  for (Accumulation& a : *extras.accumulations) {
-    scope.vars[row_var_key(a.l->ridx)] = x;
-    reductions.accumulate(a, lane);
-  }
-}
-
-// The (pointwise) host loop of the current row: twice, with the previous row's writes (row > first) and without
-// (a thread's first row).
-void KernelEmitter::emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first,
-                              const ElementExtras& extras) {
-  KILN_CHECK(cx_.node_of(l).kind == LoopNode::Kind::Pointwise, "codegen: kernel {} defers its last loop into a "
-             "reduction loop; hosts are pointwise (scheduler.cpp choose_deferred_stores)", cx_.k.name);
+// The host loop of the current row (pointwise: the loop-IR verifier's `defer` invariant): twice, with the
+// previous row's writes (row > first) and without (a thread's first row).
+void KernelEmitter::emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first) {
   llvm::IRBuilder<>& b = cx_.b;
   auto* with = llvm::BasicBlock::Create(cx_.ctx, "host_deferred", cx_.fn);
   auto* without = llvm::BasicBlock::Create(cx_.ctx, "host_first_row", cx_.fn);
@@ -266,12 +231,12 @@ void KernelEmitter::emit_host(EmitScope& scope, const KernelLoop& l, int paralle
   for (bool deferring : {true, false}) {
     b.SetInsertPoint(deferring ? with : without);
     int deferred_bodies = 0;
-    ElementExtras host_extras = extras;
-    if (deferring) host_extras.deferred = [&](Value* x) {
+    DeferredBody deferred_body;
+    if (deferring) deferred_body = [&](Value* x) {
       ++deferred_bodies;
       emit_last_loop_body(scope, x);
     };
-    emit_pointwise(scope, l, parallel, prefetch, host_extras);
+    emit_pointwise(scope, l, parallel, prefetch, deferred_body);
     // The host's element loop is where the body goes (not its streamed or single-point forms, which the
     // scheduler excludes); without it the rows would silently go unwritten.
     KILN_CHECK(!deferring || deferred_bodies > 0, "codegen: kernel {}: host loop {} did not emit the deferred last "

@@ -1,16 +1,15 @@
 // Reductions for the CPU code generator (codegen_reduction.h): accumulators, their initial values and
-// combination per reduce op, lanes of partials for reductions accumulated in a prefetched loop, blocked float
-// sums, and the finished result (finalised, stored, and kept in a register for same-point reads).
+// combination per reduce op, blocked float sums, and the finished result (finalised, stored, and kept in a
+// register for same-point reads).
 #include "backends/cpu/codegen_reduction.h"
 
 #include <llvm/IR/Intrinsics.h>
 
 #include "backends/cpu/codegen_loops.h"
-#include "core/error.h"
 
 namespace kiln::inductor::cpu_codegen {
 
-Accumulation ReductionEmitter::start_reduction(const KernelLoop& l, int64_t lane_count) {
+Accumulation ReductionEmitter::start_reduction(const KernelLoop& l) {
   const LoopNode& n = cx_.lg.nodes[size_t(l.node)];
   const DType dt = l.value->dtype;
   Accumulation a;
@@ -47,18 +46,7 @@ Accumulation ReductionEmitter::start_reduction(const KernelLoop& l, int64_t lane
   cx_.used_max_skipping_nan |= a.skip_nan;
   if (fl && (n.reduce == ReduceOp::Max || n.reduce == ReduceOp::Min) && !a.skip_nan)
     a.extremes.emplace(cx_, t, n.reduce == ReduceOp::Max);
-  if (lane_count > 0) {
-    KILN_CHECK(n.reduce == ReduceOp::Sum || n.reduce == ReduceOp::Prod, "codegen: kernel {}: only sums and products "
-               "are accumulated in lanes (scheduler.cpp choose_accumulated_reductions)", cx_.k.name);
-    a.lane_count = lane_count;
-    a.lanes = cx_.entry_alloca(llvm::ArrayType::get(t, uint64_t(lane_count)));
-    for (int64_t i = 0; i < lane_count; ++i) cx_.b.CreateStore(init, lane_slot(a, cx_.c64(i)));
-  }
   return a;
-}
-
-Value* ReductionEmitter::lane_slot(const Accumulation& a, Value* lane) {
-  return cx_.b.CreateInBoundsGEP(a.lanes->getAllocatedType(), a.lanes, {cx_.c64(0), lane});
 }
 
 // a + b (Sum) or a * b (Prod); reassociable for floats.
@@ -73,16 +61,14 @@ Value* ReductionEmitter::sum_or_product(ReduceOp op, Value* a, Value* b, bool fl
   return r;
 }
 
-// Combines the reduction's value at the current indices into its accumulator (lane `lane`'s partial when the
-// accumulation has lanes and a lane is given).
-void ReductionEmitter::accumulate(Accumulation& a, Value* lane) {
+// Combines the reduction's value at the current indices into its accumulator.
+void ReductionEmitter::accumulate(Accumulation& a) {
   const KernelLoop& l = *a.l;
   const LoopNode& n = cx_.lg.nodes[size_t(l.node)];
   const DType dt = l.value->dtype;
   const bool fl = a.fl;
   Value* v = scalar().value(l.value);
-  Value* slot = lane && a.lanes ? lane_slot(a, lane) : a.acc;
-  Value* acc = cx_.b.CreateLoad(a.t, slot);
+  Value* acc = cx_.b.CreateLoad(a.t, a.acc);
   Value* r = nullptr;
   switch (n.reduce) {
     case ReduceOp::Sum: case ReduceOp::Prod: r = sum_or_product(n.reduce, acc, v, fl); break;
@@ -110,18 +96,15 @@ void ReductionEmitter::accumulate(Accumulation& a, Value* lane) {
       break;
     }
   }
-  cx_.b.CreateStore(r, slot);
+  cx_.b.CreateStore(r, a.acc);
 }
 
-// The result: lanes folded in, finalised, stored, and kept in a register for the later loops of this outer
-// point.
+// The result: finalised, stored, and kept in a register for the later loops of this outer point.
 void ReductionEmitter::finish_reduction(Accumulation& a) {
   const KernelLoop& l = *a.l;
   const LoopNode& n = cx_.lg.nodes[size_t(l.node)];
   const DType dt = l.value->dtype;
   Value* result = cx_.b.CreateLoad(a.t, a.acc);
-  for (int64_t i = 0; i < a.lane_count; ++i)
-    result = sum_or_product(n.reduce, result, cx_.b.CreateLoad(a.t, lane_slot(a, cx_.c64(i))), a.fl);
   if (a.extremes) result = a.extremes->result();
   DType result_dt = dt;
   if (a.total) {  // finalised (mean's division) in f64, then rounded once to the buffer's dtype

@@ -63,8 +63,7 @@ struct FloatExtremes {
   }
 };
 
-// One reduction's running value: while its own loop runs, or while the pointwise loop it is accumulated in
-// runs (scheduler.cpp choose_accumulated_reductions).
+// One reduction's running value while its loop runs.
 struct Accumulation {
   const KernelLoop* l = nullptr;
   llvm::Type* t = nullptr;
@@ -74,24 +73,12 @@ struct Accumulation {
   llvm::AllocaInst* arg = nullptr;     // ArgMax/ArgMin: the index of the best element (-1 before the first)
   std::optional<FloatExtremes> extremes;
   llvm::AllocaInst* total = nullptr;   // a blocked float sum's f64 total (emit_blocked_sum)
-  // Accumulated in a prefetched loop: one partial value per lane of its cache lines (emit_element_loop).
-  llvm::AllocaInst* lanes = nullptr;
-  int64_t lane_count = 0;
 };
 
 class ReductionEmitter {
  public:
   ReductionEmitter(KernelContext& cx, EmitScope& scope) : cx_(cx), scope_(scope) {}
 
-  // The accumulator of reduction loop `l`, initialised; with `lane_count` > 0 (a sum or product accumulated in a
-  // prefetched loop) also one partial per lane.
-  Accumulation start_reduction(const KernelLoop& l, int64_t lane_count = 0);
-  // Combines the reduction's value at the current indices into its accumulator (lane `lane`'s partial when the
-  // accumulation has lanes and a lane is given).
-  void accumulate(Accumulation& a, Value* lane = nullptr);
-  // The result: lanes folded in, finalised, stored, and kept in a register for the later loops of this outer
-  // point.
-  void finish_reduction(Accumulation& a);
   // Reduction loop `l` over its reduced dims, at the current outer point.
   void emit_reduction(const KernelLoop& l);
 
@@ -100,7 +87,12 @@ class ReductionEmitter {
   EmitScope& scope_;
 
   ScalarEmitter scalar() { return ScalarEmitter(cx_, scope_); }
-  Value* lane_slot(const Accumulation& a, Value* lane);
+  // The accumulator of reduction loop `l`, initialised.
+  Accumulation start_reduction(const KernelLoop& l);
+  // Combines the reduction's value at the current indices into its accumulator.
+  void accumulate(Accumulation& a);
+  // The result: finalised, stored, and kept in a register for the later loops of this outer point.
+  void finish_reduction(Accumulation& a);
   Value* sum_or_product(ReduceOp op, Value* a, Value* b, bool fl);
   void emit_blocked_sum(const KernelLoop& l, Accumulation& a);
 };

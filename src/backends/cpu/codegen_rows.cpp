@@ -78,21 +78,15 @@ RowPlan plan_next_row_reads(const KernelContext& cx) {
   return plan;
 }
 
-// for (i = lo; i < hi; ++i) body(i, lane), the innermost loop of a pointwise loop. With prefetching, in blocks
+// for (i = lo; i < hi; ++i) body(i), the innermost loop of a pointwise loop. With prefetching, in blocks
 // of kPrefetchLines cache lines of the output (`line` elements each): first prefetch each read's lines for the
 // block (x = i - x_offset in its index, moved by its `ahead` elements; one prefetch per 64 bytes of that
 // read, so an input wider than the output gets more per block), then run the block's elements in a loop of
 // constant trip count (vectorised and unrolled without runtime checks; one line per step cost layer norm a
 // fifth of its time in loop control once vectors were 16 floats); the last partial block runs as a plain loop.
-// With reductions accumulated in the loop, the block is a loop over its lines around a loop over the line's
-// elements, and `lane` is the element's place in its line (else null): each reduction adds into one partial
-// per lane, an array the vectoriser reads and writes as one vector and SROA, after unrolling, keeps in a
-// register across blocks. A scalar accumulator would be reduced across the vector at the end of every block
-// (the vectoriser cannot carry a vector accumulator through the outer loop): 9 more ops a block.
 void emit_element_loop(KernelContext& cx, EmitScope& scope, Value* lo, Value* hi, Value* x_offset, int64_t line,
-                       const Prefetch& prefetch, bool lanes, const std::function<void(Value*, Value*)>& body) {
-  auto element = [&](Value* i) { body(i, nullptr); };
-  if (!prefetch.reads) return emit_loop(cx, lo, hi, element);
+                       const Prefetch& prefetch, const std::function<void(Value*)>& body) {
+  if (!prefetch.reads) return emit_loop(cx, lo, hi, body);
   const int64_t block = kPrefetchLines * line;
   Value* full = cx.b.CreateMul(cx.b.CreateSDiv(cx.b.CreateSub(hi, lo), cx.c64(block)), cx.c64(block));
   Value* blocks_end = cx.b.CreateSelect(cx.b.CreateICmpSGT(hi, lo), cx.b.CreateAdd(lo, full), lo);
@@ -110,13 +104,9 @@ void emit_element_loop(KernelContext& cx, EmitScope& scope, Value* lo, Value* hi
                            {ptr, cx.b.getInt32(0), cx.b.getInt32(uint32_t(prefetch.locality)), cx.b.getInt32(1)});
       }
     }
-    if (!lanes) return emit_loop(cx, cx.c64(0), cx.c64(block), [&](Value* j) { element(cx.b.CreateAdd(start, j, "", true, true)); });
-    emit_loop(cx, cx.c64(0), cx.c64(kPrefetchLines), [&](Value* l) {
-      Value* first = cx.b.CreateAdd(start, cx.b.CreateMul(l, cx.c64(line), "", true, true), "", true, true);
-      emit_loop(cx, cx.c64(0), cx.c64(line), [&](Value* lane) { body(cx.b.CreateAdd(first, lane, "", true, true), lane); });
-    });
+    emit_loop(cx, cx.c64(0), cx.c64(block), [&](Value* j) { body(cx.b.CreateAdd(start, j, "", true, true)); });
   }, nullptr, block);
-  emit_loop(cx, blocks_end, hi, element);
+  emit_loop(cx, blocks_end, hi, body);
 }
 
 std::pair<Value*, Value*> row_range(KernelContext& cx) {

@@ -45,10 +45,9 @@ std::vector<RowRead> reads_ahead(const KernelContext& cx, const KernelLoop& l, c
 
 // Cache lines of the output per prefetched block of the element loop.
 inline constexpr int64_t kPrefetchLines = 4;
-// The innermost loop of a pointwise loop, body(i, lane) for i in [lo, hi), prefetching `prefetch`'s reads in
-// blocks (lanes: the block runs line by line with the element's lane, for reductions accumulated in lanes).
+// The innermost loop of a pointwise loop, body(i) for i in [lo, hi), prefetching `prefetch`'s reads in blocks.
 void emit_element_loop(KernelContext& cx, EmitScope& scope, Value* lo, Value* hi, Value* x_offset, int64_t line,
-                       const Prefetch& prefetch, bool lanes, const std::function<void(Value*, Value*)>& body);
+                       const Prefetch& prefetch, const std::function<void(Value*)>& body);
 
 // Scratch rows (64-byte aligned allocas) for the kernel's local buffers, two for its two-row buffers.
 void allocate_local_rows(KernelContext& cx);

@@ -77,9 +77,7 @@ Value* ScalarEmitter::index(const Index& ix) {
   for (const auto& [atom, k] : ix.terms) {
     Value* a;
     if (atom->kind == IndexAtom::Kind::Var) {
-      auto it = scope_.vars.find(atom->key);
-      KILN_CHECK(it != scope_.vars.end(), "codegen: index variable {} is not bound in kernel {}", atom->key, cx_.k.name);
-      a = it->second;
+      a = scope_.vars.at(atom->key);  // bound: the loop-IR verifier's `bound-variables` invariant
     } else {
       Value* arg = index(atom->arg);
       a = atom->kind == IndexAtom::Kind::Div ? cx_.b.CreateSDiv(arg, cx_.c64(atom->divisor)) : cx_.b.CreateSRem(arg, cx_.c64(atom->divisor));
@@ -103,8 +101,8 @@ Value* ScalarEmitter::element_ptr(int buffer, const Index& ix) {
       // allocas chosen by one condition with the arms swapped for the previous row, so alias analysis sees
       // the current row's writes and the previous row's reads apart (one alloca indexed by parity made the
       // vectoriser check at run time and keep a scalar copy of the host loop). The base is its own value,
-      // which LICM hoists out of the element loop.
-      KILN_CHECK(scope_.row_is_odd, "codegen: kernel {}: a two-row buffer accessed outside a row", cx_.k.name);
+      // which LICM hoists out of the element loop. Two-row buffers exist only in deferred kernels, whose rows
+      // all set the parity (the loop-IR verifier's `defer` invariant).
       base = scope_.previous_row ? cx_.b.CreateSelect(scope_.row_is_odd, base, odd->second)
                            : cx_.b.CreateSelect(scope_.row_is_odd, odd->second, base);
     }

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/placement.h"
 #include "core/bisect.h"
+#include "inductor/decision.h"
 #include "inductor/schedule_queries.h"
 
 namespace kiln::cpu {
@@ -36,7 +37,7 @@ struct Deferral {
 
   // What the last loop reads from this kernel must still hold the previous row's values: kernel-local rows
   // (two of them in codegen, within the kernel's scratch budget) or results stored once per row.
-  std::string previous_row_refusal(const KernelLoop& last, size_t rows) {
+  Decision previous_row_kept(const KernelLoop& last, size_t rows) {
     const auto loads = loads_of(last);
     int64_t scratch = 0;
     for (int b : k.local_buffers) {
@@ -48,8 +49,8 @@ struct Deferral {
       }
     }
     if (scratch > target.max_local_bytes_per_kernel)
-      return fmt::format("two rows of its kernel-local buffers would exceed {} bytes of scratch",
-                         target.max_local_bytes_per_kernel);
+      return Decision::no(fmt::format("two rows of its kernel-local buffers would exceed {} bytes of scratch",
+                                      target.max_local_bytes_per_kernel));
     for (const auto& [buffer, ix] : loads)
       for (size_t i = 0; i + 1 < k.loops.size(); ++i) {
         const KernelLoop& w = k.loops[i];
@@ -58,9 +59,10 @@ struct Deferral {
         const Index wat = ix_linear(w.idx, wn.sizes);
         bool per_row = ix_coefficient(wat, k.outer_vars[rows]) != 0;
         for (const auto& [atom, coefficient] : wat.terms) per_row = per_row && outer_keys.count(atom->key);
-        if (!per_row) return fmt::format("it reads {}, written in memory by more than one point per row", wn.origin);
+        if (!per_row)
+          return Decision::no(fmt::format("it reads {}, written in memory by more than one point per row", wn.origin));
       }
-    return "";
+    return Decision::yes();
   }
 
   // The host: the most expensive earlier pointwise, non-streamed loop along a row of `length` (ties: the later
@@ -80,29 +82,31 @@ struct Deferral {
     }
   }
 
-  // Why the kernel's last loop cannot be deferred ("" when it can: host and two_rows are set).
-  std::string refusal() {
-    if (k.loops.size() < 2) return "a single loop";
-    if (k.parallel_loop != -1) return "the threads split a loop, not the rows";
+  // Whether the kernel's last loop can be deferred (then host and two_rows are set), or why not.
+  Decision decide() {
+    if (k.loops.size() < 2) return Decision::no("a single loop");
+    if (k.parallel_loop != -1) return Decision::no("the threads split a loop, not the rows");
     // Rows run along the innermost outer variable; each sweep of it (one per point of the outer variables
     // before it) starts without a previous row and ends by writing its last row (codegen).
     const size_t rows = row_dim(k);
-    if (rows == k.outer_vars.size()) return "no row variable";
+    if (rows == k.outer_vars.size()) return Decision::no("no row variable");
     for (const Index& v : k.outer_vars)
       if (!v.is_constant()) outer_keys.insert(v.terms[0].first->key);
     const KernelLoop& last = k.loops.back();
     const LoopNode& ln = lg.nodes[size_t(last.node)];
-    if (ln.kind != LoopNode::Kind::Pointwise || !last.stream) return "the last loop is not a streamed pointwise loop";
+    if (ln.kind != LoopNode::Kind::Pointwise || !last.stream)
+      return Decision::no("the last loop is not a streamed pointwise loop");
     auto along = row_variable(k, last, lg);
-    if (!along) return "the last loop does not run along one variable";
+    if (!along) return Decision::no("the last loop does not run along one variable");
     const Index at = ix_linear(last.idx, ln.sizes);
-    if (ix_coefficient(at, along->first) != 1) return "the last loop does not write its row contiguously";
+    if (ix_coefficient(at, along->first) != 1) return Decision::no("the last loop does not write its row contiguously");
     const Index row_start = ix_add(at, ix_scale(along->first, -1));
     if (!rows_aligned(row_start, dtype_size(lg.buffers[size_t(ln.buffer)].dtype)))
-      return fmt::format("its rows do not start on {}-byte boundaries", target.streaming_alignment);
-    if (std::string why = previous_row_refusal(last, rows); !why.empty()) return why;
+      return Decision::no(fmt::format("its rows do not start on {}-byte boundaries", target.streaming_alignment));
+    if (Decision kept = previous_row_kept(last, rows); !kept) return kept;
     choose_host(along->second);
-    return host < 0 ? "no earlier pointwise loop runs along a row of the same length" : "";
+    if (host < 0) return Decision::no("no earlier pointwise loop runs along a row of the same length");
+    return Decision::yes();
   }
 };
 
@@ -112,12 +116,13 @@ void defer(Schedule& s, const LoweredGraph& lg, CompileContext& ctx) {
   for (Kernel& k : s.kernels) {
     if (k.loops.empty() || !k.loops.back().stream) continue;
     Deferral d{k, lg, ctx.target, {}, -1, {}};
-    std::string why = d.refusal();
+    Decision deferred = d.decide();
     const std::string& origin = lg.nodes[size_t(k.loops.back().node)].origin;
-    if (why.empty() && !should_run("inductor", "defer", [&] { return fmt::format("{} in {}", origin, k.name); }))
-      why = "refused by the bisection hook";
-    if (!why.empty()) {
-      ctx.decisions.record(LogChannel::Defer, fmt::format("{}: write {} in its own loop: {}", k.name, origin, why));
+    if (deferred && !should_run("inductor", "defer", [&] { return fmt::format("{} in {}", origin, k.name); }))
+      deferred = Decision::no("refused by the bisection hook");
+    if (!deferred) {
+      ctx.decisions.record(LogChannel::Defer,
+                           fmt::format("{}: write {} in its own loop: {}", k.name, origin, deferred.reason()));
       continue;
     }
     k.deferred_host = d.host;

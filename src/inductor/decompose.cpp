@@ -1,0 +1,193 @@
+// The decompose pass (decompose.h): one round clones the graph through graph::clone_graph (rewrite.h),
+// replacing each Composite node by the nodes its decomposition records on meta tensors
+// (DecompositionRecorder); rounds repeat until nothing changes.
+#include "inductor/decompose.h"
+
+#include <unordered_map>
+
+#include "core/bisect.h"
+#include "core/log.h"
+#include "graph/interpreter.h"
+#include "graph/rewrite.h"
+#include "ops/api.h"
+#include "ops/common.h"
+#include "ops/dispatch.h"
+
+namespace kiln::inductor {
+
+using graph::Graph;
+using graph::Node;
+using graph::NodeKind;
+using graph::ValueId;
+
+namespace {
+
+// Records the op calls a decomposition makes on meta tensors standing for graph values as nodes of `out`.
+class DecompositionRecorder : public MetaCallRecorder {
+ public:
+  DecompositionRecorder(Graph& out, std::string name_hint) : out_(out), hint_(std::move(name_hint)) {}
+
+  Tensor bind(ValueId id) {
+    const graph::ValueInfo& v = out_.value(id);
+    Tensor t = Tensor::meta(v.meta);
+    if (v.wrapped_number) t.impl()->wrapped_number = true;
+    ids_[t.impl()] = id;
+    keep_.push_back(t);
+    return t;
+  }
+
+  void alias(const Tensor& of, const Tensor& alias) override {
+    auto it = ids_.find(of.impl());
+    if (it == ids_.end()) return;  // not a graph value: id_of reports it if the decomposition uses it
+    ids_[alias.impl()] = it->second;
+    keep_.push_back(alias);
+  }
+
+  ValueId id_of(const Tensor& t) {
+    auto it = ids_.find(t.impl());
+    if (it != ids_.end()) return it->second;
+    KILN_ASSERT(!t.is_meta(), "decomposition: a meta tensor that is not derived from the graph's values");
+    ValueId id = out_.add_constant(out_.fresh_name(hint_ + "_c"), t);
+    ids_[t.impl()] = id;
+    keep_.push_back(t);
+    return id;
+  }
+
+  std::vector<Tensor> record(const OpCall& call) override {
+    std::vector<graph::Arg> args;
+    for (const IValue& v : call.args) {
+      if (v.is_none()) args.emplace_back(std::monostate{});
+      else if (v.is_tensor()) args.emplace_back(graph::TensorArg{id_of(v.tensor())});
+      else if (v.is_tensor_list()) {
+        graph::TensorListArg l;
+        for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? id_of(t) : graph::kNoValue);
+        args.emplace_back(l);
+      } else if (v.is_scalar()) args.emplace_back(v.scalar());
+      else if (v.is_int_list()) args.emplace_back(v.int_list());
+      else if (v.is_dtype()) args.emplace_back(v.dtype());
+      else args.emplace_back(v.string());
+    }
+    std::vector<TensorMeta> metas = infer_meta(call);
+    std::vector<std::string> names;
+    for (size_t i = 0; i < metas.size(); ++i) names.push_back(out_.fresh_name(fmt::format("{}_d{}_", hint_, i)));
+    std::vector<ValueId> outs = out_.add_op(call.op->id, std::move(args), names, metas);
+    std::vector<Tensor> result;
+    for (ValueId id : outs) result.push_back(bind(id));
+    return result;
+  }
+
+ private:
+  Graph& out_;
+  std::string hint_;
+  std::unordered_map<TensorImpl*, ValueId> ids_;
+  std::vector<Tensor> keep_;  // keeps the impls alive, so their addresses stay unique
+};
+
+// `unrounded` (by value id) marks values computed inside an op that eager runs as one kernel: eager does not
+// round those to f16/bf16, so the lowering must not either. It is carried from `g` to `out`.
+struct UnroundedFlags {
+  const std::vector<bool>& in;
+  std::vector<bool>& out;
+  void carry(ValueId from, ValueId to) {
+    if (out.size() <= size_t(to)) out.resize(size_t(to) + 1, false);
+    out[size_t(to)] = size_t(from) < in.size() && in[size_t(from)];
+  }
+};
+
+bool should_decompose(const Graph& g, const Node& n) {
+  if (n.kind != NodeKind::Op) return false;
+  const OpInfo& op = n.info();
+  const std::string& name0 = g.value(n.outputs[0]).name;
+  return op.kind == OpKind::Composite && op.decomp && !graph::is_random_node(n) &&
+         should_run("inductor", "decomposition", [&] { return fmt::format("{} = {}", name0, op.name); });
+}
+
+// Appends the nodes of n's decomposition to c.out() and maps n's outputs to its results.
+void decompose_node(const Graph& g, const Node& n, graph::GraphCloner& c, const InjectSpec& inject,
+                    UnroundedFlags& unrounded) {
+  const OpInfo& op = n.info();
+  const std::string& name0 = g.value(n.outputs[0]).name;
+  Graph& out = c.out();
+  DecompositionRecorder rec(out, name0);
+  const ValueId first_new = out.num_values();
+  const size_t first_node = out.nodes().size();
+  // Bound like an eager call (numbers in Tensor slots become wrapped-number tensors, which the recorder
+  // turns into constants), so the decomposition sees exactly what eager's dispatcher gives it.
+  OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) { return rec.bind(c[id]); }));
+  std::string kind = inject.empty() ? "" : inject.kind_for(std::string(op.name));
+  if (kind == "decomposition" && (op.id == OpId::var || op.id == OpId::std)) call.args[2] = IValue(Scalar(int64_t(0)));
+  std::vector<Tensor> results;
+  {
+    ScopedMetaCallRecorder on(&rec);
+    results = op.decomp(call);
+  }
+  if (kind == "decomposition" && op.id != OpId::var && op.id != OpId::std) {
+    ScopedMetaCallRecorder on(&rec);
+    results[0] = add(results[0], 1);
+  }
+  KILN_ASSERT(results.size() == n.outputs.size(), "decomposition of {} returned {} values for {} outputs", op.name,
+             results.size(), n.outputs.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    const TensorMeta& want = g.value(n.outputs[i]).meta;
+    if (results[i].dtype() != want.dtype && results[i].sizes() == want.sizes) {
+      // The op's own inference is the contract (e.g. lerp's decomposition promotes a bf16 0-d case to
+      // f32); convert rather than change the graph's dtype.
+      ScopedMetaCallRecorder on(&rec);
+      results[i] = to(results[i], want.dtype);
+    }
+    ValueId id = rec.id_of(results[i]);
+    KILN_ASSERT(out.value(id).meta.sizes == want.sizes && out.value(id).meta.dtype == want.dtype,
+               "decomposition of {} (%{}) gives {}{} where the graph has {}{}", op.name, name0,
+               dtype_name(out.value(id).meta.dtype), shape_str(out.value(id).meta.sizes), dtype_name(want.dtype),
+               shape_str(want.sizes));
+    c.map(n.outputs[i], id);
+  }
+  // Values the decomposition made are internal to the op: unrounded when eager runs the op as one kernel
+  // (its results are rounded like any op's).
+  unrounded.out.resize(size_t(out.num_values()), false);
+  for (ValueId v = first_new; v < out.num_values(); ++v) unrounded.out[size_t(v)] = op.kernel != nullptr;
+  for (ValueId o : n.outputs)
+    if (c[o] >= first_new) unrounded.carry(o, c[o]);
+  for (size_t i = first_node; i < out.nodes().size(); ++i) out.nodes()[i].loc = n.loc;  // errors name the line
+}
+
+// One round: every composite node the bisection hook allows replaced by its decomposition (the rewrite
+// helper's clone, graph/rewrite.h); returns whether any was.
+bool decompose_once(const Graph& g, Graph& out, const InjectSpec& inject, const std::vector<bool>& unrounded_in,
+                    std::vector<bool>& unrounded_out) {
+  bool changed = false;
+  UnroundedFlags unrounded{unrounded_in, unrounded_out};
+  out = graph::clone_graph(g, [&](const Node& n, graph::GraphCloner& c) {
+    if (n.kind == NodeKind::Constant) return false;
+    if (should_decompose(g, n)) {
+      decompose_node(g, n, c, inject, unrounded);
+      changed = true;
+      return true;
+    }
+    std::vector<ValueId> outs = c.copy_node(n);
+    for (size_t i = 0; i < outs.size(); ++i) unrounded.carry(n.outputs[i], outs[i]);
+    return true;
+  });
+  return changed;
+}
+
+}  // namespace
+
+Graph decompose_composites(const Graph& g, const CompileContext& ctx, std::vector<bool>* unrounded) {
+  const InjectSpec& inject = ctx.inject;
+  Graph cur = g;
+  std::vector<bool> flags;
+  for (int round = 0; round < 8; ++round) {
+    Graph next;
+    std::vector<bool> next_flags;
+    bool changed = decompose_once(cur, next, inject, flags, next_flags);
+    cur = std::move(next);
+    flags = std::move(next_flags);
+    if (!changed) break;
+  }
+  if (unrounded) *unrounded = std::move(flags);
+  return cur;
+}
+
+
+}  // namespace kiln::inductor
