@@ -1,0 +1,107 @@
+// The fuzzer's graph generator (fuzz/generator.h): every graph it makes is valid (verifies, prints and parses
+// back, and its fp64 reference runs), it reaches every op of the table in every dtype the op supports, it is
+// a pure function of (seed, index), and its RapidCheck form shrinks to valid graphs.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "fuzz/fuzzer.h"
+#include "fuzz/generator.h"
+#include "fuzz/rapidcheck_gen.h"
+#include "ops/api.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "op_samples.h"
+
+namespace kiln::fuzz {
+namespace {
+
+TEST(FuzzGenerator, EveryGeneratedGraphVerifiesAndRoundTrips) {
+  GenOptions opts;
+  opts.max_nodes = 30;
+  check_property("fuzz.verify", [opts] {
+    FuzzCase fc = *fuzz_case_gen(opts);
+    graph::verify_graph(fc.graph);
+    std::string text = graph::print_graph(fc.graph);
+    RC_ASSERT(graph::print_graph(graph::parse_graph(text)) == text);
+    RC_ASSERT(fc.graph.num_op_nodes() >= 1);
+    RC_ASSERT(fc.graph.num_op_nodes() <= opts.max_nodes);
+  }, 300);
+}
+
+// Valid means more than shape inference: the fp64 reference interpreter runs every graph from its inputs.
+TEST(FuzzGenerator, EveryGeneratedGraphRunsOnTheReference) {
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  for (uint64_t i = 0; i < 400; ++i) {
+    FuzzCase fc = generate_indexed(7, i);
+    SCOPED_TRACE(fmt::format("graph (seed 7, index {}):\n{}", i, graph::print_graph(fc.graph)));
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : fc.inputs) inputs.push_back(clone(t));
+    EXPECT_NO_THROW(graph::run_graph(fc.graph, inputs, fp64));
+  }
+}
+
+TEST(FuzzGenerator, SameSeedSameGraphs) {
+  for (uint64_t i = 0; i < 50; ++i) {
+    FuzzCase a = generate_indexed(42, i), b = generate_indexed(42, i);
+    EXPECT_EQ(graph::print_graph(a.graph), graph::print_graph(b.graph));
+    EXPECT_EQ(a.input_seed, b.input_seed);
+  }
+  // ... and another seed gives other graphs.
+  int differ = 0;
+  for (uint64_t i = 0; i < 20; ++i)
+    differ += graph::print_graph(generate_indexed(42, i).graph) != graph::print_graph(generate_indexed(43, i).graph);
+  EXPECT_GE(differ, 15);
+}
+
+// The (op, dtype) pairs the op table supports, found independently of the generator: the test suite's own
+// sample calls (op_samples.h) with their floating tensors cast to each floating dtype, plus the dtypes of the
+// tensors the samples use, for the pairs shape inference accepts.
+std::set<CoverageKey> supported_pairs() {
+  static std::set<CoverageKey> pairs;
+  if (!pairs.empty()) return pairs;
+  std::map<std::string, rc::Gen<OpSample>> samples = differentiable_op_samples();
+  for (auto& [name, gen] : non_differentiable_op_samples()) samples.emplace(name, gen);
+  for (auto& [name, gen] : samples) {
+    const OpInfo& op = *find_op(name);
+    check_property("fuzz.supported." + name, [&op, gen = gen] {
+      OpSample s = *gen;
+      for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+        try {
+          auto [g, inputs] = one_node_graph(op, s, dt);
+          for (const CoverageKey& k : coverage_keys(g)) pairs.insert(k);
+        } catch (const Error&) {
+        }
+      }
+    }, 40);
+  }
+  return pairs;
+}
+
+TEST(FuzzGenerator, ReachesEveryOpInEveryDtypeItSupports) {
+  std::set<CoverageKey> reached;
+  GenOptions opts;
+  opts.max_nodes = 20;
+  for (uint64_t i = 0; i < 4000; ++i)
+    for (const CoverageKey& k : coverage_keys(generate_indexed(1, i, opts).graph)) reached.insert(k);
+  std::set<OpId> ops_reached;
+  for (const CoverageKey& k : reached) ops_reached.insert(k.op);
+  for (const OpInfo& op : all_ops()) EXPECT_TRUE(ops_reached.count(op.id)) << "the generator never produced " << op.name;
+  for (const CoverageKey& k : supported_pairs())
+    EXPECT_TRUE(reached.count(k)) << "the generator never produced " << op_info(k.op).name << " computing in "
+                                  << dtype_name(k.dtype);
+}
+
+TEST(FuzzGenerator, OpListRestrictsTheOps) {
+  GenOptions opts;
+  opts.ops = parse_op_list("relu,add");
+  opts.domains = false;
+  for (uint64_t i = 0; i < 50; ++i)
+    for (const CoverageKey& k : coverage_keys(generate_indexed(3, i, opts).graph))
+      EXPECT_TRUE(k.op == OpId::relu || k.op == OpId::add) << op_info(k.op).name;
+  EXPECT_THROW(parse_op_list("relu,nosuchop"), Error);
+}
+
+}  // namespace
+}  // namespace kiln::fuzz
