@@ -1,6 +1,9 @@
 // The fuzzer's only calls into the failure layer (repro/ and minifier/); see check.h.
 #include "fuzz/check.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 
 #include "api/backends.h"
@@ -33,6 +36,14 @@ std::vector<Tensor> copies(const std::vector<Tensor>& ts) {
   std::vector<Tensor> out;
   for (const Tensor& t : ts) out.push_back(clone(t).detach());
   return out;
+}
+
+// In a child: its stderr goes to /dev/null unless KILN_LOGS asks for logs (a bisection variant's "changed
+// nothing" warning, say, is not news in a fuzzing run).
+void quiet_child() {
+  if (!opt_list(Opt::Logs).empty()) return;
+  int null = open("/dev/null", O_WRONLY);
+  if (null >= 0) dup2(null, STDERR_FILENO), close(null);
 }
 
 // Runs one job in the calling (child) process: the encoded FailureSignature.
@@ -75,6 +86,7 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
     size_t end = std::min(jobs.size(), start + batch);
     ranges.emplace_back(start, end);
     bodies.push_back([&jobs, &opts, start, end] {
+      quiet_child();
       std::string out;
       for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
       return out;
@@ -98,6 +110,7 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
     }
     for (size_t i = start; i < end; ++i) {  // the batch crashed or hung: which job was it?
       IsolatedResult one = run_isolated([&] {
+        quiet_child();
         const BackendCompileFn* compile = find_backend_compiler(opts.backend);
         if (compile) {
           AppliedConfig config(jobs[i].config);

@@ -49,7 +49,8 @@ TEST_P(FuzzFindsInjectedBugs, MinimizesToTheInjectedOpAlone) {
   EXPECT_NE(again.output.find("REPRODUCES"), std::string::npos) << again.output;
   EXPECT_TRUE(std::filesystem::exists(out + "/summary.json"));
   // The finding's (seed, index) regenerates the graph, which fails again.
-  CliResult one = kiln_cli(fmt::format("fuzz -q --seed 1 --index {} --ops {},add,mul,neg --max-nodes 4", f["index"].get<uint64_t>(), c.op),
+  CliResult one = kiln_cli(fmt::format("fuzz -q --seed 1 --index {} --ops {},add,mul,neg --max-nodes 4 --out {}",
+                                       f["index"].get<uint64_t>(), c.op, path("again")),
                            "KILN_INJECT=" + c.inject);
   EXPECT_EQ(one.exit_code, 1) << one.output;
   EXPECT_EQ(summary(one.output)["findings"][0]["signature"], c.kind + ":" + c.op) << one.output;
