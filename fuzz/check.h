@@ -21,11 +21,14 @@ struct Failure {
 };
 
 // One differential check: `graph` run on the backend from `inputs` under the options `config` (KILN_* name ->
-// value, e.g. KILN_BISECT_DISABLE=inductor:fusion), judged by the comparator against `reference` (the fp64
-// interpreter's outputs of the same graph). Random ops start from `random_seed` in the backend.
+// value, e.g. KILN_BISECT_DISABLE=inductor:fusion), judged by the comparator (decision 6: allclose to eager,
+// or an RMSE against fp64 at most m x eager's) with `eager` (the interpreter's outputs at the graph's dtypes)
+// as expected and `reference` (the fp64 interpreter's) as the fp64 outputs. Random ops start from
+// `random_seed` in the backend.
 struct CheckJob {
   const graph::Graph* graph = nullptr;
   const std::vector<Tensor>* inputs = nullptr;
+  const std::vector<Tensor>* eager = nullptr;
   const std::vector<Tensor>* reference = nullptr;
   std::map<std::string, std::string> config;
   uint64_t random_seed = 0;

@@ -84,19 +84,28 @@ std::multiset<std::string> op_names(const Graph& g) {
 struct Prepared {
   uint64_t index = 0;
   FuzzCase fc;
-  std::vector<Tensor> inputs, reference;
+  std::vector<Tensor> inputs, eager, reference;
   bool valid = false, finite = false;
   std::string variant;
   Graph variant_graph;
-  std::vector<Tensor> variant_inputs;
+  std::vector<Tensor> variant_inputs, variant_eager, variant_reference;
   std::map<std::string, std::string> variant_config;
 };
+
+// The interpreter's outputs of `g` (in fp64, or at the graph's dtypes: eager) from copies of `inputs`.
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs, uint64_t random_seed, bool fp64) {
+  graph::InterpretOptions o;
+  o.fp64 = fp64;
+  manual_seed(random_seed);
+  NoGradGuard no_grad;
+  std::vector<Tensor> copies;
+  for (const Tensor& t : inputs) copies.push_back(clone(t));
+  return graph::run_graph(g, copies, o);
+}
 
 // The case's inputs, or (while the fp64 reference is not finite, at most `searches` tries) the same with the
 // floating inputs drawn again from the next input seeds.
 void choose_inputs(Prepared& p, int searches) {
-  graph::InterpretOptions fp64;
-  fp64.fp64 = true;
   const uint64_t base = p.fc.input_seed;
   for (int s = 0; s < std::max(1, searches); ++s) {
     std::vector<Tensor> inputs = p.fc.inputs;
@@ -104,18 +113,16 @@ void choose_inputs(Prepared& p, int searches) {
       const TensorMeta& m = p.fc.graph.value(p.fc.graph.inputs()[i]).meta;
       if (is_floating(m.dtype)) inputs[i] = input_value(m, (base + uint64_t(s)) * 7919 + i);
     }
-    std::vector<Tensor> ref;
+    std::vector<Tensor> ref, eager;
     try {
-      manual_seed(base);
-      NoGradGuard no_grad;
-      std::vector<Tensor> copies;
-      for (const Tensor& t : inputs) copies.push_back(clone(t));
-      ref = graph::run_graph(p.fc.graph, copies, fp64);
+      ref = run_reference(p.fc.graph, inputs, base, true);
+      eager = run_reference(p.fc.graph, inputs, base, false);
     } catch (const Error&) {
       return;  // the reference itself fails: not a valid case
     }
     p.valid = true;
     p.inputs = std::move(inputs);
+    p.eager = std::move(eager);
     p.reference = std::move(ref);
     p.finite = all_finite(p.reference);
     if (p.finite) return;
@@ -129,6 +136,8 @@ void choose_variant(Prepared& p, bool metamorphic) {
   p.variant = kVariants[p.index % 4];
   p.variant_graph = p.fc.graph;
   p.variant_inputs = p.inputs;
+  p.variant_eager = p.eager;
+  p.variant_reference = p.reference;
   try {
     if (p.variant == "unfused") p.variant_config["KILN_BISECT_DISABLE"] = "inductor:fusion";
     if (p.variant == "bisect") p.variant_config["KILN_BISECT_LIMIT"] = fmt::format("inductor={}", (p.index / 4) % 40);
@@ -139,6 +148,9 @@ void choose_variant(Prepared& p, bool metamorphic) {
     if (p.variant == "f64") {
       p.variant_graph = in_f64(p.fc.graph);
       for (Tensor& t : p.variant_inputs) t = to(t, f64_if_floating(t.dtype()));
+      // Its own reference: random ops draw at the dtype they produce, which is now f64.
+      p.variant_reference = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, true);
+      p.variant_eager = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, false);
     }
   } catch (const Error&) {
     p.variant.clear();  // the graph has no such variant (an op that refuses f64, say)
@@ -200,10 +212,11 @@ class Loop {
     for (size_t i = 0; i < cases.size(); ++i) {  // after the loop: `cases` no longer moves
       const Prepared& p = cases[i];
       if (!p.valid) continue;
-      jobs.push_back({&p.fc.graph, &p.inputs, &p.reference, {}, p.fc.input_seed});
+      jobs.push_back({&p.fc.graph, &p.inputs, &p.eager, &p.reference, {}, p.fc.input_seed});
       job_case.emplace_back(i, false);
       if (p.variant.empty()) continue;
-      jobs.push_back({&p.variant_graph, &p.variant_inputs, &p.reference, p.variant_config, p.fc.input_seed});
+      jobs.push_back({&p.variant_graph, &p.variant_inputs, &p.variant_eager, &p.variant_reference, p.variant_config,
+                      p.fc.input_seed});
       job_case.emplace_back(i, true);
     }
     std::vector<Failure> verdicts = check_isolated(jobs, o_.check);

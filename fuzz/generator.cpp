@@ -94,17 +94,21 @@ class Builder {
     return r < 8 ? DType::F32 : r < 14 ? kDtypes[1 + (r - 8) / 2] : kDtypes[4 + (r - 14)];
   }
 
-  // A graph input; non-contiguous a fifth of the time (transposed layout, or every other element of a dim).
+  // A graph input; non-contiguous a fifth of the time: a dense permuted layout (column-major, or the last
+  // two dims swapped). Never with gaps between elements: what a gap holds is not part of an input's value
+  // (a .npy file has no room for it), yet as_strided can read it. Gapped views come from slice nodes instead.
   ValueId fresh_input(const Shape& sizes, DType dt, int64_t index_bound = 0) {
     Shape strides = contiguous_strides(sizes);
     if (sizes.size() >= 2 && c_.chance(20)) {
-      if (c_.chance(50)) {  // column-major
-        int64_t s = 1;
-        for (size_t i = 0; i < sizes.size(); ++i) strides[i] = s, s *= std::max<int64_t>(sizes[i], 1);
-      } else {              // a step of 2 in the last dim
-        int64_t s = 1;
-        for (size_t i = sizes.size(); i-- > 0;) strides[i] = s * (i + 1 == sizes.size() ? 2 : 1),
-                                                s *= std::max<int64_t>(sizes[i], 1) * (i + 1 == sizes.size() ? 2 : 1);
+      std::vector<size_t> order(sizes.size());  // dims from the innermost outwards
+      std::iota(order.begin(), order.end(), 0);
+      if (c_.chance(50)) std::swap(order[0], order[1]);  // the last two dims swapped
+      else std::reverse(order.begin(), order.end());     // column-major
+      int64_t s = 1;
+      for (size_t k = 0; k < order.size(); ++k) {
+        const size_t d = sizes.size() - 1 - order[k];
+        strides[d] = s;
+        s *= std::max<int64_t>(sizes[d], 1);
       }
     }
     ValueId v = g_.add_input(g_.fresh_name("x"), TensorMeta{dt, sizes, strides, {}});
