@@ -74,11 +74,16 @@ Failure from_isolated(const IsolatedResult& r) {
 
 }  // namespace
 
+int batch_size(const CheckOptions& opts) {
+  if (opts.batch > 0) return opts.batch;
+  return find_backend_compiler(opts.backend) ? 8 : 64;
+}
+
 std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts) {
   find_backend(opts.backend);  // an unknown backend is the caller's error, not a finding
   std::vector<std::function<std::string()>> bodies;
   std::vector<std::pair<size_t, size_t>> ranges;
-  const size_t batch = size_t(std::max(1, opts.batch));
+  const size_t batch = size_t(batch_size(opts));
   for (size_t start = 0; start < jobs.size(); start += batch) {
     size_t end = std::min(jobs.size(), start + batch);
     ranges.emplace_back(start, end);

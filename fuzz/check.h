@@ -39,8 +39,13 @@ struct CheckOptions {
   double tolerance = 1e-4;
   double timeout_s = 10;  // per job, after compiling (a longer run is a hang)
   int jobs = 1;           // children at once
-  int batch = 8;          // jobs per child (a crash or hang of a batch reruns its jobs one per child)
+  // Jobs per child (a crash or hang of a batch reruns its jobs one per child); 0: 8 for a backend with a
+  // compile step (compiling dominates), else 64 (forking dominates).
+  int batch = 0;
 };
+
+// How many jobs check_isolated runs in one child.
+int batch_size(const CheckOptions& opts);
 
 // The verdicts of `jobs`, in order. Each batch runs in a forked child.
 std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts);

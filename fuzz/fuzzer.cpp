@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "eager/philox.h"
@@ -157,10 +158,10 @@ void choose_variant(Prepared& p, bool metamorphic) {
   }
 }
 
-std::string safe_stem(std::string s) {
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-') ch = '_';
-  return s.substr(0, 60);
+// "add_: shape [3] ..." -> "add_: shape [N] ...": messages that differ only in numbers count as one.
+std::string mask_numbers(const std::string& text) {
+  static const std::regex number(R"(-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?)");
+  return std::regex_replace(text, number, "N");
 }
 
 class Loop {
@@ -169,7 +170,7 @@ class Loop {
 
   FuzzSummary run() {
     if (!o_.out_dir.empty()) std::filesystem::create_directories(o_.out_dir);
-    const uint64_t round = uint64_t(std::max(1, o_.check.jobs) * std::max(1, o_.check.batch) / 2 + 1);
+    const uint64_t round = uint64_t(std::max(1, o_.check.jobs) * batch_size(o_.check) / 2 + 1);
     uint64_t next = o_.first_index;
     while (!done(next)) {
       uint64_t n = round;
@@ -202,6 +203,10 @@ class Loop {
       p.fc = generate_indexed(o_.seed, p.index, o_.gen);
       if (o_.on_graph) o_.on_graph(p.index, p.fc.graph);
       for (const CoverageKey& k : coverage_keys(p.fc.graph)) ++s_.coverage[k];
+      for (const std::string& r : p.fc.refused) {
+        FuzzSummary::Gap& gap = s_.infer_gaps[mask_numbers(r)];
+        if (gap.count++ == 0) gap.first_index = p.index, gap.example = r;
+      }
       ++s_.graphs;
       choose_inputs(p, o_.input_searches);
       if (!p.valid) continue;
@@ -336,6 +341,10 @@ std::string FuzzSummary::json() const {
     ops.insert(k.op);
     cov[std::string(op_info(k.op).name)][std::string(dtype_name(k.dtype))] = n;
   }
+  j["infer_gaps"] = nlohmann::json::array();
+  for (const auto& [key, gap] : infer_gaps)
+    j["infer_gaps"].push_back({{"pattern", key}, {"count", gap.count}, {"first_index", gap.first_index},
+                               {"example", gap.example}});
   j["coverage"] = {{"ops_reached", ops.size()}, {"ops_total", all_ops().size()}, {"nodes", cov}};
   return j.dump(2);
 }

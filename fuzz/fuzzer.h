@@ -45,6 +45,13 @@ struct FuzzSummary {
   double seconds = 0;
   std::vector<FindingRecord> findings;
   std::map<CoverageKey, uint64_t> coverage;
+  // Calls shape inference accepted but the kernel refused while generating (FuzzCase::refused), by message
+  // with numbers masked: gaps between an op's infer function and its kernel (graphs that verify, then fail).
+  struct Gap {
+    uint64_t count = 0, first_index = 0;
+    std::string example;
+  };
+  std::map<std::string, Gap> infer_gaps;
   std::string json() const;            // the JSON summary
   std::string coverage_table() const;  // ops x dtypes, counts
   std::string status_line() const;

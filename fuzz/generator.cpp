@@ -223,8 +223,10 @@ class Builder {
     if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
     else if (!ctx.first) v = first_tensor(ctx);
     else {
-      if (op.kind == OpKind::Pointwise && c_.chance(10))  // a wrapped number (`add(%x, 2.5)`)
+      if (op.kind == OpKind::Pointwise && c_.chance(10)) {  // a wrapped number (`add(%x, 2.5)`)
+        if (o_.domains && domain_of(op, a.name) != Domain::Any) return Scalar(0.5);  // inside every domain
         return c_.chance(50) ? Scalar(double(c_.in_range(-4, 4)) / 2) : Scalar(c_.in_range(-3, 3));
+      }
       v = other_tensor(ctx);
     }
     (ctx.first ? ctx.previous : ctx.first) = meta(v);

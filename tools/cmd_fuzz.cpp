@@ -56,6 +56,9 @@ int run_fuzz_command(const FuzzArgs& a) {
   for (const fuzz::FindingRecord& f : s.findings)
     fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}\n", f.signature, f.hits, f.variant, f.seed,
                f.index, f.repro.empty() ? "" : ": " + f.repro, f.minimized ? "" : " (not minimized: " + f.note + ")");
+  for (const auto& [pattern, gap] : s.infer_gaps)
+    fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
+               gap.first_index, gap.example);
   std::string json = s.json();
   if (!a.out.empty()) write_file_atomic(a.out + "/summary.json", json + "\n");
   fmt::print("{}\n", json);
