@@ -448,8 +448,16 @@ class Builder {
     if (g_.num_op_nodes() > std::max(1, o_.max_nodes)) return take_back(first_new), false;  // guards included
     for (size_t i = first_new; i < g_.nodes().size(); ++i) {
       const graph::Node& n = g_.nodes()[i];
-      for (ValueId v : n.outputs)
-        if (shape_numel(meta(v).sizes) > o_.max_numel) return take_back(first_new), false;
+      for (ValueId v : n.outputs) {
+        const Shape& sizes = meta(v).sizes;
+        // Sizes outside 0..2^40 are never a valid value (docs/kir-format.md: the printed graph would not parse).
+        if (std::any_of(sizes.begin(), sizes.end(), [](int64_t x) { return x < 0 || x > (int64_t(1) << 40); })) {
+          refused_.push_back(fmt::format("{}: shape inference gave sizes {}, outside 0..2^40", n.info().name,
+                                         shape_str(sizes)));
+          return take_back(first_new), false;
+        }
+        if (shape_numel(sizes) > o_.max_numel) return take_back(first_new), false;
+      }
       try {
         std::vector<Tensor> outs = dispatch(bind_args(n.info(), graph::node_ivalues(g_, n, env_)));
         for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k) store(env_, n.outputs[k], outs[k]);
