@@ -158,10 +158,12 @@ void choose_variant(Prepared& p, bool metamorphic) {
   }
 }
 
-// "add_: shape [3] ..." -> "add_: shape [N] ...": messages that differ only in numbers count as one.
+// "add_: shapes [3] and [4, 2] ... f32[]" -> "add_: shapes [..] and [..] ... DT[..]": one pattern per kind of
+// refusal, whatever the shapes, dtypes and numbers.
 std::string mask_numbers(const std::string& text) {
-  static const std::regex number(R"(-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?)");
-  return std::regex_replace(text, number, "N");
+  static const std::regex list(R"(\[[^\]]*\])"), dtype(R"(\b(f16|bf16|f32|f64|i8|i16|i32|i64|u8|bool)\b)"),
+      number(R"(-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?)");
+  return std::regex_replace(std::regex_replace(std::regex_replace(text, list, "[..]"), dtype, "DT"), number, "N");
 }
 
 class Loop {
