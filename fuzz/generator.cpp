@@ -45,15 +45,40 @@ struct NodeContext {
 
 class Builder {
  public:
-  Builder(Choices& c, const GenOptions& o) : c_(c), o_(o) {}
+  Builder(Choices& c, const GenOptions& o) : graph_choices_(c), o_(o) {}
 
   FuzzCase build() {
-    input_seed_ = c_.below(uint64_t(1) << 32);
+    start();
+    const int target = int(c().in_range(1, std::max(1, o_.max_nodes)));
+    for (int tries = 0; g_.num_op_nodes() < target && tries < 4 * target + 8; ++tries) add_random_node();
+    return finish();
+  }
+
+  // One node per seed, each drawn from its own stream: removing a seed removes its node and leaves the
+  // others' draws as they were (what RapidCheck's shrinking of a list needs).
+  FuzzCase build_from_node_seeds(const std::vector<uint64_t>& seeds) {
+    start();
+    for (size_t k = 0; k < seeds.size() && g_.num_op_nodes() < std::max(1, o_.max_nodes); ++k) {
+      SeededChoices node(seeds[k], 0);
+      node_choices_ = &node;
+      add_random_node();
+      node_choices_ = nullptr;
+    }
+    return finish();
+  }
+
+ private:
+  void start() { input_seed_ = c().below(uint64_t(1) << 32); }
+
+  void add_random_node() {
+    static const std::vector<OpId> every_op = all_op_ids();
+    const std::vector<OpId>& ops = o_.ops.empty() ? every_op : o_.ops;
     NoGradGuard no_grad;
-    const int target = int(c_.in_range(1, std::max(1, o_.max_nodes)));
-    const std::vector<OpId> ops = o_.ops.empty() ? all_op_ids() : o_.ops;
-    for (int tries = 0; g_.num_op_nodes() < target && tries < 4 * target + 8; ++tries)
-      try_node(op_info(ops[size_t(c_.below(ops.size()))]));
+    try_node(op_info(ops[size_t(c().below(ops.size()))]));
+  }
+
+  FuzzCase finish() {
+    NoGradGuard no_grad;
     if (g_.num_op_nodes() == 0) {  // every draw refused (a narrow --ops): one clone keeps the graph non-empty
       ValueId x = fresh_input({2}, DType::F32);
       add_node(op_info(OpId::clone), {TensorArg{x}}, g_.nodes().size());
@@ -67,7 +92,6 @@ class Builder {
     return fc;
   }
 
- private:
   static std::vector<OpId> all_op_ids() {
     std::vector<OpId> ids;
     for (const OpInfo& op : all_ops()) ids.push_back(op.id);
@@ -76,21 +100,21 @@ class Builder {
 
   // ---- shapes and dtypes
   int64_t draw_size() {
-    uint64_t r = c_.below(100);
+    uint64_t r = c().below(100);
     if (r < 55) return 1 + int64_t(r % 4);
     if (r < 70) return 1;
     if (r < 78) return 0;
-    if (r < 90) return c_.in_range(5, 8);
-    return kOddSizes[c_.below(std::size(kOddSizes))];
+    if (r < 90) return c().in_range(5, 8);
+    return kOddSizes[c().below(std::size(kOddSizes))];
   }
   Shape draw_shape(int64_t max_rank = 4) {
-    Shape s(size_t(c_.in_range(0, max_rank)));
+    Shape s(size_t(c().in_range(0, max_rank)));
     for (int64_t& x : s) x = draw_size();
     return s;
   }
   // f32 40%, f16, bf16 and f64 10% each, each integer dtype and bool 5%.
   DType draw_dtype() {
-    const uint64_t r = c_.below(20);
+    const uint64_t r = c().below(20);
     return r < 8 ? DType::F32 : r < 14 ? kDtypes[1 + (r - 8) / 2] : kDtypes[4 + (r - 14)];
   }
 
@@ -99,10 +123,10 @@ class Builder {
   // (a .npy file has no room for it), yet as_strided can read it. Gapped views come from slice nodes instead.
   ValueId fresh_input(const Shape& sizes, DType dt, int64_t index_bound = 0) {
     Shape strides = contiguous_strides(sizes);
-    if (sizes.size() >= 2 && c_.chance(20)) {
+    if (sizes.size() >= 2 && c().chance(20)) {
       std::vector<size_t> order(sizes.size());  // dims from the innermost outwards
       std::iota(order.begin(), order.end(), 0);
-      if (c_.chance(50)) std::swap(order[0], order[1]);  // the last two dims swapped
+      if (c().chance(50)) std::swap(order[0], order[1]);  // the last two dims swapped
       else std::reverse(order.begin(), order.end());     // column-major
       int64_t s = 1;
       for (size_t k = 0; k < order.size(); ++k) {
@@ -130,19 +154,19 @@ class Builder {
     for (ValueId v : pool_)
       if (meta(v).sizes == s) match.push_back(v);
     if (match.empty()) return std::nullopt;
-    return match[c_.below(match.size())];
+    return match[c().below(match.size())];
   }
 
   // ---- tensor arguments
   static bool is_index_argument(std::string_view name) { return one_of(name, {"index", "indices", "target"}); }
 
   ValueId first_tensor(const NodeContext& ctx) {
-    if (ctx.spatial && c_.chance(60)) {
+    if (ctx.spatial && c().chance(60)) {
       Shape s(4);
-      for (int64_t& x : s) x = c_.in_range(1, 5);
+      for (int64_t& x : s) x = c().in_range(1, 5);
       return fresh_input(s, draw_dtype());
     }
-    if (!pool_.empty() && c_.below(10) < 7) return pool_[pool_.size() - 1 - c_.below(std::min<size_t>(pool_.size(), 6))];
+    if (!pool_.empty() && c().below(10) < 7) return pool_[pool_.size() - 1 - c().below(std::min<size_t>(pool_.size(), 6))];
     return fresh_input(draw_shape(), draw_dtype());
   }
 
@@ -152,13 +176,13 @@ class Builder {
     const Shape first = ctx.first ? ctx.first->sizes : Shape{};
     int64_t bound = first.empty() ? 1 : *std::min_element(first.begin(), first.end());
     Shape s;
-    switch (c_.below(5)) {
+    switch (c().below(5)) {
       case 0: s = first; break;
       case 1:  // no larger than the first tensor in every dim (gather, scatter)
         s = first;
-        for (int64_t& x : s) x = c_.in_range(std::min<int64_t>(x, 1), x);
+        for (int64_t& x : s) x = c().in_range(std::min<int64_t>(x, 1), x);
         break;
-      case 2: s = {c_.in_range(0, 5)}; break;  // a list of indices (index_select, index, embedding)
+      case 2: s = {c().in_range(0, 5)}; break;  // a list of indices (index_select, index, embedding)
       case 3:  // the first shape without dim 1 (class targets of [N, C] or [N, C, d] scores)
         s = first;
         if (s.size() >= 2) s.erase(s.begin() + 1);
@@ -176,9 +200,9 @@ class Builder {
     switch (strategy) {
       case 0: return first;
       case 1: {  // broadcastable to the first: a suffix with some dims turned into 1
-        Shape s(first.end() - std::ptrdiff_t(c_.in_range(0, int64_t(first.size()))), first.end());
+        Shape s(first.end() - std::ptrdiff_t(c().in_range(0, int64_t(first.size()))), first.end());
         for (int64_t& x : s)
-          if (c_.chance(30)) x = 1;
+          if (c().chance(30)) x = 1;
         return s;
       }
       case 2: {  // a matrix-product partner of the previous: [.., last, n]
@@ -186,21 +210,21 @@ class Builder {
         return s;
       }
       case 3: return {draw_size(), last};  // a linear layer's weight [out, in]
-      case 4: return {first.empty() ? 1 : first.size() >= 2 && c_.chance(50) ? first[1] : first.back()};  // norms
+      case 4: return {first.empty() ? 1 : first.size() >= 2 && c().chance(50) ? first[1] : first.back()};  // norms
       case 5: {  // same rank as the previous, no larger in any dim (pool windows)
         Shape s = prev;
-        for (int64_t& x : s) x = c_.in_range(std::min<int64_t>(x, 1), x);
+        for (int64_t& x : s) x = c().in_range(std::min<int64_t>(x, 1), x);
         return s;
       }
       case 6: {  // a convolution's weight [O, C, k, k] for an input [N, C, H, W] (forward) or for a gradient
                  // [N, O, H, W] (backward), with k no larger than H and W
         if (first.size() != 4) return draw_shape();
-        const int64_t k = c_.in_range(1, std::max<int64_t>(1, std::min({first[2], first[3], int64_t(3)})));
-        return c_.chance(50) ? Shape{draw_size(), first[1], k, k} : Shape{first[1], draw_size(), k, k};
+        const int64_t k = c().in_range(1, std::max<int64_t>(1, std::min({first[2], first[3], int64_t(3)})));
+        return c().chance(50) ? Shape{draw_size(), first[1], k, k} : Shape{first[1], draw_size(), k, k};
       }
       case 7: {  // a convolution's input [N, C, H + k - 1, W + k - 1] for a gradient [N, O, H, W]
         if (first.size() != 4) return draw_shape();
-        const int64_t k = c_.in_range(0, 2);
+        const int64_t k = c().in_range(0, 2);
         return Shape{first[0], draw_size(), first[2] + k, first[3] + k};
       }
       default: return draw_shape();
@@ -208,24 +232,24 @@ class Builder {
   }
 
   ValueId other_tensor(const NodeContext& ctx) {
-    uint64_t strategy = ctx.spatial && c_.chance(50) ? 6 + c_.below(2) : c_.below(10);
-    if (strategy == 8 && !pool_.empty()) return pool_[c_.below(pool_.size())];
+    uint64_t strategy = ctx.spatial && c().chance(50) ? 6 + c().below(2) : c().below(10);
+    if (strategy == 8 && !pool_.empty()) return pool_[c().below(pool_.size())];
     Shape s = related_shape(ctx, strategy);
-    if (strategy <= 1 && c_.chance(50))
+    if (strategy <= 1 && c().chance(50))
       if (auto v = pool_with_shape(s)) return *v;
-    DType dt = ctx.first && !c_.chance(15) ? ctx.first->dtype : draw_dtype();
+    DType dt = ctx.first && !c().chance(15) ? ctx.first->dtype : draw_dtype();
     return fresh_input(s, dt);
   }
 
   Arg tensor_arg(const OpInfo& op, const ArgSpec& a, NodeContext& ctx) {
-    if (a.optional && !c_.chance(60)) return std::monostate{};
+    if (a.optional && !c().chance(60)) return std::monostate{};
     ValueId v;
     if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
     else if (!ctx.first) v = first_tensor(ctx);
     else {
-      if (op.kind == OpKind::Pointwise && c_.chance(10)) {  // a wrapped number (`add(%x, 2.5)`)
+      if (op.kind == OpKind::Pointwise && c().chance(10)) {  // a wrapped number (`add(%x, 2.5)`)
         if (o_.domains && domain_of(op, a.name) != Domain::Any) return Scalar(0.5);  // inside every domain
-        return c_.chance(50) ? Scalar(double(c_.in_range(-4, 4)) / 2) : Scalar(c_.in_range(-3, 3));
+        return c().chance(50) ? Scalar(double(c().in_range(-4, 4)) / 2) : Scalar(c().in_range(-3, 3));
       }
       v = other_tensor(ctx);
     }
@@ -238,20 +262,20 @@ class Builder {
     TensorListArg list;
     if (a.type == ArgType::OptTensorList) {  // index(self, [i0, None, i2]): integer index tensors
       if (!ctx.first) return list;
-      int64_t n = c_.in_range(1, std::max<int64_t>(ctx.rank(), 1));
+      int64_t n = c().in_range(1, std::max<int64_t>(ctx.rank(), 1));
       for (int64_t i = 0; i < n; ++i)
-        list.ids.push_back(i > 0 && c_.chance(30) ? graph::kNoValue
-                                                  : fresh_input({c_.in_range(0, 4)}, DType::I64, min_size(*ctx.first)));
+        list.ids.push_back(i > 0 && c().chance(30) ? graph::kNoValue
+                                                  : fresh_input({c().in_range(0, 4)}, DType::I64, min_size(*ctx.first)));
       return list;
     }
     ValueId first = first_tensor(ctx);
     ctx.first = ctx.previous = meta(first);
     list.ids.push_back(first);
-    for (int64_t i = 0, n = c_.in_range(0, 2); i < n; ++i) {
+    for (int64_t i = 0, n = c().in_range(0, 2); i < n; ++i) {
       Shape s = meta(first).sizes;
-      if (!s.empty() && c_.chance(40)) s[c_.below(s.size())] = draw_size();  // cat along that dim
-      DType dt = c_.chance(85) ? meta(first).dtype : draw_dtype();
-      std::optional<ValueId> reuse = c_.chance(40) ? pool_with_shape(s) : std::nullopt;
+      if (!s.empty() && c().chance(40)) s[c().below(s.size())] = draw_size();  // cat along that dim
+      DType dt = c().chance(85) ? meta(first).dtype : draw_dtype();
+      std::optional<ValueId> reuse = c().chance(40) ? pool_with_shape(s) : std::nullopt;
       list.ids.push_back(reuse ? *reuse : fresh_input(s, dt));
     }
     return list;
@@ -264,15 +288,15 @@ class Builder {
   // ---- non-tensor arguments
   int64_t any_dim(const NodeContext& ctx) {
     int64_t r = std::max<int64_t>(ctx.rank(), 1);
-    int64_t d = c_.in_range(0, r - 1);
-    return c_.chance(30) ? d - r : d;
+    int64_t d = c().in_range(0, r - 1);
+    return c().chance(30) ? d - r : d;
   }
   IntList distinct_dims(const NodeContext& ctx, int64_t count) {
     std::vector<int64_t> free(size_t(std::max<int64_t>(ctx.rank(), 1)));
     std::iota(free.begin(), free.end(), 0);
     IntList out;
     for (int64_t i = 0; i < count && !free.empty(); ++i) {
-      size_t k = c_.below(free.size());
+      size_t k = c().below(free.size());
       out.push_back(free[k]);
       free.erase(free.begin() + std::ptrdiff_t(k));
     }
@@ -281,10 +305,10 @@ class Builder {
   // A shape with the first tensor's element count: its sizes with dims merged, split, or one of them -1.
   IntList same_numel_shape(const NodeContext& ctx) {
     IntList s = ctx.first ? ctx.first->sizes : IntList{};
-    switch (c_.below(4)) {
-      case 0: if (s.size() >= 2) { size_t i = c_.below(s.size() - 1); s[i] *= s[i + 1]; s.erase(s.begin() + std::ptrdiff_t(i) + 1); } break;
-      case 1: s.insert(s.begin() + std::ptrdiff_t(c_.below(s.size() + 1)), 1); break;
-      case 2: if (!s.empty()) s[c_.below(s.size())] = -1; break;
+    switch (c().below(4)) {
+      case 0: if (s.size() >= 2) { size_t i = c().below(s.size() - 1); s[i] *= s[i + 1]; s.erase(s.begin() + std::ptrdiff_t(i) + 1); } break;
+      case 1: s.insert(s.begin() + std::ptrdiff_t(c().below(s.size() + 1)), 1); break;
+      case 2: if (!s.empty()) s[c().below(s.size())] = -1; break;
       default: { int64_t n = ctx.first ? shape_numel(ctx.first->sizes) : 1; s = {n}; }
     }
     return s;
@@ -293,47 +317,47 @@ class Builder {
   IntList expanded_shape(const NodeContext& ctx) {
     IntList s = ctx.first ? ctx.first->sizes : IntList{};
     for (int64_t& x : s)
-      if (x == 1 && c_.chance(50)) x = draw_size();
-      else if (c_.chance(10)) x = -1;
-    if (c_.chance(40)) s.insert(s.begin(), draw_size());
+      if (x == 1 && c().chance(50)) x = draw_size();
+      else if (c().chance(10)) x = -1;
+    if (c().chance(40)) s.insert(s.begin(), draw_size());
     return s;
   }
   IntList small_ints(int64_t n, int64_t lo, int64_t hi) {
     IntList out(size_t(std::max<int64_t>(n, 0)));
-    for (int64_t& x : out) x = c_.in_range(lo, hi);
+    for (int64_t& x : out) x = c().in_range(lo, hi);
     return out;
   }
 
   IntList int_list(const ArgSpec& a, NodeContext& ctx) {
     const std::string& n = a.name;
     const int64_t r = ctx.rank();
-    if (n == "dims" && c_.chance(60)) return distinct_dims(ctx, r);  // permute
-    if (one_of(n, {"dim", "dims"})) return distinct_dims(ctx, c_.in_range(0, std::max<int64_t>(r, 1)));
+    if (n == "dims" && c().chance(60)) return distinct_dims(ctx, r);  // permute
+    if (one_of(n, {"dim", "dims"})) return distinct_dims(ctx, c().in_range(0, std::max<int64_t>(r, 1)));
     if (one_of(n, {"size", "shape"})) {
-      switch (c_.below(4)) {
+      switch (c().below(4)) {
         case 0: return same_numel_shape(ctx);
         case 1: return expanded_shape(ctx);
         default: return draw_shape(3);
       }
     }
     if (n == "stride") {
-      if (!ctx.last_ints.empty() && c_.chance(70)) {  // as_strided: contiguous strides, maybe one zero
+      if (!ctx.last_ints.empty() && c().chance(70)) {  // as_strided: contiguous strides, maybe one zero
         IntList s = contiguous_strides(ctx.last_ints);
-        if (!s.empty() && c_.chance(30)) s[c_.below(s.size())] = 0;
+        if (!s.empty() && c().chance(30)) s[c().below(s.size())] = 0;
         return s;
       }
-      return c_.chance(30) ? IntList{} : c_.chance(50) ? small_ints(2, 1, 2) : IntList{1, 1};
+      return c().chance(30) ? IntList{} : c().chance(50) ? small_ints(2, 1, 2) : IntList{1, 1};
     }
-    if (n == "repeats") return small_ints(r + c_.in_range(0, 1), 1, 3);
-    if (n == "pad") return small_ints(2 * c_.in_range(1, std::max<int64_t>(1, std::min<int64_t>(r, 3))), 0, 2);
-    if (n == "shifts") return small_ints(c_.in_range(1, std::max<int64_t>(r, 1)), -3, 3);
+    if (n == "repeats") return small_ints(r + c().in_range(0, 1), 1, 3);
+    if (n == "pad") return small_ints(2 * c().in_range(1, std::max<int64_t>(1, std::min<int64_t>(r, 3))), 0, 2);
+    if (n == "shifts") return small_ints(c().in_range(1, std::max<int64_t>(r, 1)), -3, 3);
     if (n == "normalized_shape")
-      return ctx.first ? IntList(ctx.first->sizes.end() - std::ptrdiff_t(c_.in_range(std::min<int64_t>(r, 1), r)),
+      return ctx.first ? IntList(ctx.first->sizes.end() - std::ptrdiff_t(c().in_range(std::min<int64_t>(r, 1), r)),
                                  ctx.first->sizes.end())
                        : IntList{};
-    if (n == "kernel_size") return IntList(2, c_.in_range(1, 3));
-    if (n == "padding") return IntList(2, c_.chance(40) ? 1 : 0);
-    if (n == "dilation") return IntList(2, c_.chance(30) ? 2 : 1);
+    if (n == "kernel_size") return IntList(2, c().in_range(1, 3));
+    if (n == "padding") return IntList(2, c().chance(40) ? 1 : 0);
+    if (n == "dilation") return IntList(2, c().chance(30) ? 2 : 1);
     // Convolution backward (stride 1, no padding, no dilation): the forward's input size from the gradient
     // [N, O, Ho, Wo] and the weight [O, C, k, k]; the weight size from the gradient and the input [N, C, H, W].
     if (one_of(n, {"input_size", "weight_size"}) && ctx.first && ctx.previous && ctx.first->sizes.size() == 4 &&
@@ -343,41 +367,41 @@ class Builder {
       if (n == "input_size") return {go[0], other[1], go[2] + other[2] - 1, go[3] + other[3] - 1};
       return {go[1], other[1], other[2] - go[2] + 1, other[3] - go[3] + 1};
     }
-    return small_ints(c_.in_range(0, std::max<int64_t>(r, 1)), -1, 4);
+    return small_ints(c().in_range(0, std::max<int64_t>(r, 1)), -1, 4);
   }
 
   int64_t int_value(const ArgSpec& a, const NodeContext& ctx) {
     const std::string& n = a.name;
     if (one_of(n, {"dim", "dim0", "dim1", "dim2", "start_dim", "end_dim"})) return any_dim(ctx);
-    if (n == "reduction") return c_.in_range(0, 2);
-    if (n == "groups") return c_.chance(40) ? c_.in_range(2, 3) : 1;
-    if (one_of(n, {"steps", "n", "m", "chunks", "split_size", "length"})) return c_.in_range(0, 6);
-    if (n == "low") return c_.in_range(-5, 5);
-    if (n == "high") return c_.in_range(-4, 10);
-    return c_.in_range(-3, 6);
+    if (n == "reduction") return c().in_range(0, 2);
+    if (n == "groups") return c().chance(40) ? c().in_range(2, 3) : 1;
+    if (one_of(n, {"steps", "n", "m", "chunks", "split_size", "length"})) return c().in_range(0, 6);
+    if (n == "low") return c().in_range(-5, 5);
+    if (n == "high") return c().in_range(-4, 10);
+    return c().in_range(-3, 6);
   }
 
   Scalar scalar_value(const ArgSpec& a) {
     static const double kNumbers[] = {1, 0, -1, 2, 0.5, -1.5, 3, 0.25};
-    double v = kNumbers[c_.below(std::size(kNumbers))];
+    double v = kNumbers[c().below(std::size(kNumbers))];
     if (a.name == "step" && v == 0) v = 1;
-    return v == std::floor(v) && c_.chance(50) ? Scalar(int64_t(v)) : Scalar(v);
+    return v == std::floor(v) && c().chance(50) ? Scalar(int64_t(v)) : Scalar(v);
   }
 
   double float_value(const ArgSpec& a) {
     const std::string& n = a.name;
-    if (n == "eps") return c_.chance(50) ? 1e-5 : 1e-3;
-    if (one_of(n, {"p", "label_smoothing", "momentum"})) return double(c_.in_range(0, 4)) / 5;
+    if (n == "eps") return c().chance(50) ? 1e-5 : 1e-3;
+    if (one_of(n, {"p", "label_smoothing", "momentum"})) return double(c().in_range(0, 4)) / 5;
     static const double kNumbers[] = {0, 0.1, 0.5, 1, 2, -1};
-    return kNumbers[c_.below(std::size(kNumbers))];
+    return kNumbers[c().below(std::size(kNumbers))];
   }
 
   std::string string_value(const ArgSpec& a) {
-    if (a.name == "approximate") return c_.chance(50) ? "tanh" : "none";
-    if (a.name == "rounding_mode") return c_.chance(50) ? "floor" : "trunc";
+    if (a.name == "approximate") return c().chance(50) ? "tanh" : "none";
+    if (a.name == "rounding_mode") return c().chance(50) ? "floor" : "trunc";
     if (a.name == "mode") {
       static const char* kModes[] = {"constant", "reflect", "replicate", "circular"};
-      return kModes[c_.below(4)];
+      return kModes[c().below(4)];
     }
     return a.default_value && a.default_value->is_string() ? a.default_value->string() : std::string();
   }
@@ -394,14 +418,14 @@ class Builder {
   Arg draw_arg(const OpInfo& op, const ArgSpec& a, NodeContext& ctx) {
     if (a.type == ArgType::Tensor) return tensor_arg(op, a, ctx);
     if (a.type == ArgType::TensorList || a.type == ArgType::OptTensorList) return tensor_list_arg(a, ctx);
-    if (a.default_value && !c_.chance(55)) return default_arg(a);
-    if (a.optional && c_.chance(25)) return std::monostate{};
+    if (a.default_value && !c().chance(55)) return default_arg(a);
+    if (a.optional && c().chance(25)) return std::monostate{};
     switch (a.type) {
       case ArgType::Int: return Scalar(int_value(a, ctx));
       case ArgType::IntList: return ctx.last_ints = int_list(a, ctx);
       case ArgType::Scalar: return scalar_value(a);
       case ArgType::Float: return Scalar(float_value(a));
-      case ArgType::Bool: return Scalar(c_.chance(50));
+      case ArgType::Bool: return Scalar(c().chance(50));
       case ArgType::DType: return draw_dtype();
       case ArgType::Str: return string_value(a);
       default: return std::monostate{};
@@ -486,7 +510,9 @@ class Builder {
     g_.set_outputs(outs);
   }
 
-  Choices& c_;
+  Choices& graph_choices_;
+  Choices* node_choices_ = nullptr;  // while building one node from its own stream (generate_from_node_seeds)
+  Choices& c() { return node_choices_ ? *node_choices_ : graph_choices_; }
   const GenOptions& o_;
   Graph g_;
   std::vector<ValueId> pool_;  // values later nodes may read
@@ -517,6 +543,12 @@ Tensor input_value(const TensorMeta& m, uint64_t seed, int64_t index_bound) {
 }
 
 FuzzCase generate(Choices& choices, const GenOptions& opts) { return Builder(choices, opts).build(); }
+
+FuzzCase generate_from_node_seeds(uint64_t graph_seed, const std::vector<uint64_t>& node_seeds,
+                                  const GenOptions& opts) {
+  SeededChoices c(graph_seed, 0);
+  return Builder(c, opts).build_from_node_seeds(node_seeds);
+}
 
 FuzzCase generate_indexed(uint64_t seed, uint64_t index, const GenOptions& opts) {
   SeededChoices c(seed, index);

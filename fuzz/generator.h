@@ -41,6 +41,10 @@ Tensor input_value(const TensorMeta& meta, uint64_t seed, int64_t index_bound = 
 
 // Generates one graph from `choices`. Never throws for valid options; the graph passes verify_graph.
 FuzzCase generate(Choices& choices, const GenOptions& opts = {});
+// One node per entry of `node_seeds` (at most opts.max_nodes), each drawn from its own stream seeded by its
+// entry, so dropping an entry drops that node and keeps the others' draws (fuzz/rapidcheck_gen.h).
+FuzzCase generate_from_node_seeds(uint64_t graph_seed, const std::vector<uint64_t>& node_seeds,
+                                  const GenOptions& opts = {});
 // Graph `index` of the run seeded `seed`: a pure function of (seed, index, opts).
 FuzzCase generate_indexed(uint64_t seed, uint64_t index, const GenOptions& opts = {});
 

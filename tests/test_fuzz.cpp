@@ -93,6 +93,30 @@ TEST(FuzzGenerator, ReachesEveryOpInEveryDtypeItSupports) {
                                   << dtype_name(k.dtype);
 }
 
+// RapidCheck shrinking through gen::exec: a property that fails on any graph with a `where` node shrinks to a
+// graph of that node alone, and every graph tried while shrinking is valid.
+TEST(FuzzGenerator, ShrinkingKeepsGraphsValidAndEndsOnTheCulprit) {
+  GenOptions opts;
+  opts.max_nodes = 30;
+  int smallest = 1 << 30;
+  int invalid = 0;
+  const bool ok = rc::check("no graph has a where node", [&] {
+    FuzzCase fc = *fuzz_case_gen(opts);
+    try {
+      graph::verify_graph(fc.graph);
+    } catch (const Error&) {
+      ++invalid;
+    }
+    bool has_where = false;
+    for (const graph::Node& n : fc.graph.nodes()) has_where |= n.kind == graph::NodeKind::Op && n.op == OpId::where;
+    if (has_where) smallest = std::min(smallest, fc.graph.num_op_nodes());
+    RC_ASSERT(!has_where);
+  });
+  EXPECT_FALSE(ok) << "no graph with a where node in 100 cases";
+  EXPECT_EQ(smallest, 1) << "shrinking did not reduce the graph to the where node alone";
+  EXPECT_EQ(invalid, 0);
+}
+
 TEST(FuzzGenerator, OpListRestrictsTheOps) {
   GenOptions opts;
   opts.ops = parse_op_list("relu,add");
