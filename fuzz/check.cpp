@@ -79,6 +79,28 @@ int batch_size(const CheckOptions& opts) {
   return find_backend_compiler(opts.backend) ? 8 : 64;
 }
 
+namespace {
+
+// The body of a child checking jobs [start, end): first compiles every graph (the setup step, with the
+// generous compile limit, isolate.h), then runs them (the timed step): the verdicts, separated.
+std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts, size_t start, size_t end) {
+  quiet_child();
+  if (const BackendCompileFn* compile = find_backend_compiler(opts.backend))
+    for (size_t i = start; i < end; ++i) {
+      AppliedConfig config(jobs[i].config);
+      try {
+        (*compile)(*jobs[i].graph);  // a compile error shows again when the job runs
+      } catch (const Error&) {
+      }
+    }
+  isolated_run_starts();
+  std::string out;
+  for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
+  return out;
+}
+
+}  // namespace
+
 std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts) {
   find_backend(opts.backend);  // an unknown backend is the caller's error, not a finding
   std::vector<std::function<std::string()>> bodies;
@@ -87,16 +109,12 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
   for (size_t start = 0; start < jobs.size(); start += batch) {
     size_t end = std::min(jobs.size(), start + batch);
     ranges.emplace_back(start, end);
-    bodies.push_back([&jobs, &opts, start, end] {
-      quiet_child();
-      std::string out;
-      for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
-      return out;
-    });
+    bodies.push_back([&jobs, &opts, start, end] { return run_jobs(jobs, opts, start, end); });
   }
-  // Compiling counts against a batch's limit too: a cold kernel cache gets the generous setup limit per job.
-  const double limit = double(batch) * (opts.timeout_s + setup_limit_for(opts.timeout_s));
-  std::vector<IsolatedResult> results = run_isolated_many(bodies, opts.jobs, limit);
+  // A batch's runs get about one job's time limit: a batch that runs out is not a finding; its jobs are then
+  // checked one per child, each with its own limit.
+  const double setup = setup_limit_for(opts.timeout_s);
+  std::vector<IsolatedResult> results = run_isolated_many(bodies, opts.jobs, 2 * opts.timeout_s, setup);
   std::vector<Failure> verdicts(jobs.size());
   for (size_t b = 0; b < results.size(); ++b) {
     auto [start, end] = ranges[b];
@@ -110,19 +128,9 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
       }
       continue;
     }
-    for (size_t i = start; i < end; ++i) {  // the batch crashed or hung: which job was it?
-      IsolatedResult one = run_isolated([&] {
-        quiet_child();
-        const BackendCompileFn* compile = find_backend_compiler(opts.backend);
-        if (compile) {
-          AppliedConfig config(jobs[i].config);
-          try { (*compile)(*jobs[i].graph); } catch (const Error&) {}
-        }
-        isolated_run_starts();
-        return run_job(jobs[i], opts);
-      }, opts.timeout_s, setup_limit_for(opts.timeout_s));
-      verdicts[i] = from_isolated(one);
-    }
+    for (size_t i = start; i < end; ++i)  // the batch crashed or ran out of time: which job was it?
+      verdicts[i] = from_isolated(
+          run_isolated([&jobs, &opts, i] { return run_jobs(jobs, opts, i, i + 1); }, opts.timeout_s, setup));
   }
   return verdicts;
 }

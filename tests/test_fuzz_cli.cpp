@@ -64,6 +64,20 @@ INSTANTIATE_TEST_SUITE_P(Kinds, FuzzFindsInjectedBugs,
                                            InjectCase{"var:decomposition", "var", "accuracy"}),
                          [](const auto& info) { return info.param.op + "_" + info.param.kind; });
 
+// A hang (the inject_test backend: the interpreter with KILN_INJECT faults; the inductor takes no hang kind) is a
+// finding too: the batch that hangs is rechecked graph by graph, and the hang is minimized to the relu.
+TEST_F(FuzzCli, FindsAHangAndMinimizesIt) {
+  CliResult r = kiln_cli("fuzz -q --backend inject_test --seed 1 --ops relu,add --runs 3 --max-nodes 2 --timeout 0.5 "
+                         "--out " + path("found"), "KILN_INJECT=relu:hang");
+  ASSERT_EQ(r.exit_code, 1) << r.output;
+  nlohmann::json s = summary(r.output);
+  ASSERT_EQ(s["findings"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["findings"][0]["signature"], "hang:relu");
+  ReproFile rf = load_repro(s["findings"][0]["repro"].get<std::string>());
+  EXPECT_EQ(rf.graph.num_op_nodes(), 1) << graph::print_graph(rf.graph);
+  EXPECT_EQ(rf.expected.kind, "hang");
+}
+
 TEST_F(FuzzCli, CleanBackendExitsZeroWithCoverageAndSummary) {
   CliResult r = kiln_cli("fuzz -q --backend eager --seed 3 --runs 40");
   ASSERT_EQ(r.exit_code, 0) << r.output;
