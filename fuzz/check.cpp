@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
+#include "minifier/inject_backend.h"
 #include "minifier/minifier.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
@@ -134,6 +135,8 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
   }
   return verdicts;
 }
+
+void register_test_backends() { minify::register_inject_test_backend(); }
 
 MinifiedFinding minify_finding(const CheckJob& job, const Failure& observed, const CheckOptions& opts,
                                const std::string& path) {

@@ -1,7 +1,7 @@
 // The fuzzer's door to the failure layer: isolation (a crash or hang of a candidate is a finding, not the end
 // of the run), classification of what a backend run showed, and minification of a finding into a repro
 // file. Every call `kiln fuzz` makes into repro/ and minifier/ is in check.cpp, so the failure layer can
-// change behind these three functions.
+// change behind these functions.
 #pragma once
 #include <map>
 #include <string>
@@ -19,6 +19,9 @@ struct Failure {
   std::string stage;
   bool failed() const { return kind != "none"; }
 };
+
+// Registers the test backends a fuzzing run may name (`inject_test`: the interpreter with KILN_INJECT faults).
+void register_test_backends();
 
 // One differential check: `graph` run on the backend from `inputs` under the options `config` (KILN_* name ->
 // value, e.g. KILN_BISECT_DISABLE=inductor:fusion), judged by the comparator (decision 6: allclose to eager,

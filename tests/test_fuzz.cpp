@@ -11,6 +11,7 @@
 #include "ops/api.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/compare.h"
 #include "op_samples.h"
 
 namespace kiln::fuzz {
@@ -115,6 +116,47 @@ TEST(FuzzGenerator, ShrinkingKeepsGraphsValidAndEndsOnTheCulprit) {
   EXPECT_FALSE(ok) << "no graph with a where node in 100 cases";
   EXPECT_EQ(smallest, 1) << "shrinking did not reduce the graph to the where node alone";
   EXPECT_EQ(invalid, 0);
+}
+
+// The metamorphic variants are the same computation: contiguous inputs give the same outputs, and the f64
+// graph has no f16/bf16/f32 value left and computes what the fp64 interpreter computes.
+TEST(FuzzVariants, ContiguousAndF64GraphsComputeTheSame) {
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  int strided = 0;
+  for (uint64_t i = 0; i < 150; ++i) {
+    FuzzCase fc = generate_indexed(11, i);
+    if (std::any_of(fc.graph.nodes().begin(), fc.graph.nodes().end(), [](const graph::Node& n) {
+          return n.kind == graph::NodeKind::Op && graph::is_random_node(n);
+        }))
+      continue;  // random ops draw at their dtype: the f64 graph draws other numbers
+    SCOPED_TRACE(graph::print_graph(fc.graph));
+    auto copies = [](const std::vector<Tensor>& ts, bool make_f64) {
+      std::vector<Tensor> out;
+      for (const Tensor& t : ts) out.push_back(make_f64 && is_floating(t.dtype()) ? to(t, DType::F64) : clone(t));
+      return out;
+    };
+    graph::Graph contiguous = with_contiguous_inputs(fc.graph);
+    for (graph::ValueId v : contiguous.inputs())
+      EXPECT_EQ(contiguous.value(v).meta.strides, contiguous_strides(contiguous.value(v).meta.sizes));
+    for (graph::ValueId v : fc.graph.inputs())
+      strided += fc.graph.value(v).meta.strides != contiguous_strides(fc.graph.value(v).meta.sizes);
+    std::vector<Tensor> a = graph::run_graph(fc.graph, copies(fc.inputs, false));
+    std::vector<Tensor> b = graph::run_graph(contiguous, copies(fc.inputs, false));
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(compare_outputs({a[k]}, {b[k]}).ok) << "output " << k;
+    graph::Graph f64 = in_f64(fc.graph);
+    for (graph::ValueId v = 0; v < f64.num_values(); ++v) {
+      DType dt = f64.value(v).meta.dtype;
+      if (f64.value(v).producer < 0) EXPECT_TRUE(!is_floating(dt) || dt == DType::F64) << f64.value(v).name;
+    }
+    std::vector<Tensor> ref = graph::run_graph(fc.graph, copies(fc.inputs, false), fp64);
+    std::vector<Tensor> c = graph::run_graph(f64, copies(fc.inputs, true));
+    for (size_t k = 0; k < ref.size(); ++k)
+      if (is_floating(ref[k].dtype()) && c[k].dtype() == DType::F64)
+        EXPECT_TRUE(compare_outputs({ref[k]}, {c[k]}).ok) << "output " << k;
+  }
+  EXPECT_GT(strided, 5) << "too few non-contiguous inputs to tell";
 }
 
 TEST(FuzzGenerator, OpListRestrictsTheOps) {

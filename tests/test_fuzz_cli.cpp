@@ -89,6 +89,15 @@ TEST_F(FuzzCli, CleanBackendExitsZeroWithCoverageAndSummary) {
   EXPECT_GT(s["coverage"]["ops_reached"].get<int>(), 50);
 }
 
+// The domain guards keep log's argument positive; --allow-nan drops them, and NaN shows in the summary.
+TEST_F(FuzzCli, AllowNanTurnsTheDomainGuardsOff) {
+  nlohmann::json guarded = summary(kiln_cli("fuzz -q --backend eager --ops log,neg --runs 40 --seed 2").output);
+  nlohmann::json unguarded = summary(kiln_cli("fuzz -q --backend eager --ops log,neg --runs 40 --seed 2 --allow-nan").output);
+  EXPECT_EQ(guarded["nan_free"], guarded["valid"]) << guarded.dump(2);
+  EXPECT_LT(unguarded["nan_free"].get<int>(), unguarded["valid"].get<int>()) << unguarded.dump(2);
+  EXPECT_TRUE(guarded["coverage"]["nodes"].contains("abs")) << "the guard is abs + add";
+}
+
 TEST_F(FuzzCli, PrintRegeneratesTheSameGraph) {
   CliResult a = kiln_cli("fuzz -q --backend eager --seed 9 --index 17 --print");
   CliResult b = kiln_cli("fuzz -q --backend eager --seed 9 --index 17 --print");

@@ -11,7 +11,6 @@
 #include "core/files.h"
 #include "fuzz/fuzzer.h"
 #include "graph/text.h"
-#include "minifier/inject_backend.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {
@@ -68,7 +67,7 @@ int run_fuzz_command(const FuzzArgs& a) {
 }  // namespace
 
 void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
-  minify::register_inject_test_backend();
+  fuzz::register_test_backends();
   static FuzzArgs a;
   auto* f = app.add_subcommand("fuzz", "generate random valid graphs and check a backend against the fp64 "
                                        "interpreter and itself; minify and deduplicate what fails");
