@@ -32,11 +32,11 @@ graph::ValueId guard_value(graph::Graph& g, graph::ValueId v, Domain d) {
   auto op1 = [&](OpId op, std::vector<graph::Arg> args) { return g.add_op1(op, std::move(args)); };
   switch (d) {
     case Domain::Any: return v;
-    case Domain::Positive: {  // |v| + 0.5 (integers: |v| + 1; bool: v + 1)
+    case Domain::Positive: {  // |v| + 0.5 (integers: clamp(v, 1, 100), which cannot wrap around; bool: v + 1)
       if (dt == DType::Bool) return op1(OpId::add, {TensorArg{v}, Scalar(int64_t(1)), Scalar(int64_t(1))});
+      if (!is_floating(dt)) return op1(OpId::clamp, {TensorArg{v}, Scalar(int64_t(1)), Scalar(int64_t(100))});
       graph::ValueId a = op1(OpId::abs, {TensorArg{v}});
-      Scalar offset = is_floating(dt) ? Scalar(0.5) : Scalar(int64_t(1));
-      return op1(OpId::add, {TensorArg{a}, offset, Scalar(int64_t(1))});
+      return op1(OpId::add, {TensorArg{a}, Scalar(0.5), Scalar(int64_t(1))});
     }
     case Domain::Unit: {  // tanh(v) * 0.9
       graph::ValueId t = op1(OpId::tanh, {TensorArg{v}});

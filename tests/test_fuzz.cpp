@@ -123,7 +123,7 @@ TEST(FuzzGenerator, ShrinkingKeepsGraphsValidAndEndsOnTheCulprit) {
 TEST(FuzzVariants, ContiguousAndF64GraphsComputeTheSame) {
   graph::InterpretOptions fp64;
   fp64.fp64 = true;
-  int strided = 0;
+  int strided = 0, f64_graphs = 0;
   for (uint64_t i = 0; i < 150; ++i) {
     FuzzCase fc = generate_indexed(11, i);
     if (std::any_of(fc.graph.nodes().begin(), fc.graph.nodes().end(), [](const graph::Node& n) {
@@ -145,7 +145,13 @@ TEST(FuzzVariants, ContiguousAndF64GraphsComputeTheSame) {
     std::vector<Tensor> b = graph::run_graph(contiguous, copies(fc.inputs, false));
     ASSERT_EQ(a.size(), b.size());
     for (size_t k = 0; k < a.size(); ++k) EXPECT_TRUE(compare_outputs({a[k]}, {b[k]}).ok) << "output " << k;
-    graph::Graph f64 = in_f64(fc.graph);
+    graph::Graph f64;
+    try {
+      f64 = in_f64(fc.graph);
+    } catch (const Error&) {
+      continue;  // an op that refuses the f64 version (scatter_add of an f32 zeros by f64 values): no variant
+    }
+    ++f64_graphs;
     for (graph::ValueId v = 0; v < f64.num_values(); ++v) {
       DType dt = f64.value(v).meta.dtype;
       if (f64.value(v).producer < 0) EXPECT_TRUE(!is_floating(dt) || dt == DType::F64) << f64.value(v).name;
@@ -157,6 +163,7 @@ TEST(FuzzVariants, ContiguousAndF64GraphsComputeTheSame) {
         EXPECT_TRUE(compare_outputs({ref[k]}, {c[k]}).ok) << "output " << k;
   }
   EXPECT_GT(strided, 5) << "too few non-contiguous inputs to tell";
+  EXPECT_GT(f64_graphs, 100);
 }
 
 TEST(FuzzGenerator, OpListRestrictsTheOps) {
