@@ -43,6 +43,13 @@ struct NodeContext {
   int64_t rank() const { return first ? int64_t(first->sizes.size()) : 0; }
 };
 
+bool all_finite(const Tensor& t) {
+  if (!is_floating(t.dtype()) || t.numel() == 0) return true;
+  Tensor f = contiguous(to(t, DType::F64));
+  const double* p = f.data<double>();
+  return std::all_of(p, p + f.numel(), [](double x) { return std::isfinite(x); });
+}
+
 class Builder {
  public:
   Builder(Choices& c, const GenOptions& o) : graph_choices_(c), o_(o) {}
@@ -485,6 +492,10 @@ class Builder {
       try {
         std::vector<Tensor> outs = dispatch(bind_args(n.info(), graph::node_ivalues(g_, n, env_)));
         for (size_t k = 0; k < outs.size() && k < n.outputs.size(); ++k) store(env_, n.outputs[k], outs[k]);
+        // Every value so far is finite; a node that makes NaN or Inf of them (a mean over nothing, an f16
+        // overflow) is drawn again, so NaN and Inf do not drown real mismatches (--allow-nan keeps it).
+        if (o_.domains && std::any_of(outs.begin(), outs.end(), [](const Tensor& t) { return !all_finite(t); }))
+          return take_back(first_new), false;
       } catch (const Error& e) {
         refused_.push_back(fmt::format("{}: {}", n.info().name, e.what()));
         return take_back(first_new), false;
