@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "core/files.h"
@@ -48,7 +49,15 @@ int run_fuzz_command(const FuzzArgs& a) {
   if (a.print)
     o.on_graph = [](uint64_t i, const graph::Graph& g) { fmt::print("# graph {}\n{}\n", i, graph::print_graph(g)); };
   const bool tty = isatty(STDERR_FILENO);
-  if (!a.quiet) o.status = [tty](const std::string& line) { fmt::print(stderr, "{}{}{}", tty ? "\r" : "", line, tty ? "\x1b[K" : "\n"); };
+  // On a terminal the line is rewritten after every round; in a log, one line every 10 s.
+  auto last = std::chrono::steady_clock::now();
+  if (!a.quiet)
+    o.status = [tty, last](const std::string& line) mutable {
+      if (tty) return fmt::print(stderr, "\r{}\x1b[K", line);
+      if (std::chrono::steady_clock::now() - last < std::chrono::seconds(10)) return;
+      last = std::chrono::steady_clock::now();
+      fmt::print(stderr, "{}\n", line);
+    };
   fuzz::FuzzSummary s = fuzz::run_fuzz(o);
   if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
   fmt::print("{}\n", s.coverage_table());
