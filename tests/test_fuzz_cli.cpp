@@ -115,7 +115,7 @@ TEST_F(FuzzCli, BadOptionsExitTwoWithAMessage) {
   for (const Bad& b : {Bad{"--runs 0", "--runs"}, Bad{"--runs abc", "not an integer"}, Bad{"--time -1", "--time"},
                        Bad{"--max-nodes 0", "--max-nodes"}, Bad{"-j 0", "-j"}, Bad{"--ops relu,nosuchop --runs 1", "unknown op 'nosuchop'"},
                        Bad{"--backend nosuch --runs 1", "nosuch"}, Bad{"--index 3 --runs 2", "excludes"},
-                       Bad{"--tol nan", "--tol"}}) {
+                       Bad{"--tol nan", "--tol"}, Bad{"--runs 1 --out " + file("plain", "x"), "is not a directory"}}) {
     CliResult r = kiln_cli("fuzz -q " + b.args);
     EXPECT_EQ(r.exit_code, 2) << b.args << "\n" << r.output;
     EXPECT_NE(r.output.find(b.message), std::string::npos) << b.args << "\n" << r.output;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 
 #include "core/files.h"
@@ -27,7 +28,19 @@ struct FuzzArgs {
   bool allow_nan = false, no_metamorphic = false, print = false, quiet = false;
 };
 
+// --out must be a directory kiln can create or write into, checked before the run starts.
+void check_out_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::exists(dir, ec) || std::filesystem::is_directory(dir, ec),
+             "--out {}: exists and is not a directory; expected a directory for the findings' repro files", dir);
+  std::filesystem::create_directories(dir, ec);
+  KILN_CHECK(!ec, "--out {}: cannot create the directory: {}", dir, ec.message());
+  check_output_path(dir + "/summary.json");
+}
+
 int run_fuzz_command(const FuzzArgs& a) {
+  check_out_dir(a.out);
   fuzz::FuzzOptions o;
   o.gen.max_nodes = a.max_nodes;
   if (!a.ops.empty()) o.gen.ops = fuzz::parse_op_list(a.ops);
