@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Fuzzes the .kir parser and verifier (fuzz/kir_fuzzer.cpp) and the repro file parser (fuzz/repro_fuzzer.cpp):
-# builds them with clang-19, libFuzzer, ASan and UBSan (-DKILN_FUZZ=ON, in build-fuzz/) and runs each for its
-# share of a fixed time (two thirds .kir, one third repro) over the seeds in fuzz/corpus/<target>/. Exits non-zero
-# on a finding (a crash, a sanitizer report, an exception other than kiln::Error, a round-trip mismatch, a
-# timeout or running out of memory); the input that triggers it is left in build-fuzz/findings/.
+# Fuzzes the .kir parser and verifier (fuzz/kir_fuzzer.cpp), the repro file parser (fuzz/repro_fuzzer.cpp) and,
+# structure-aware, the compiler (fuzz/graph_fuzzer.cpp: input bytes are the graph generator's choices; each
+# graph runs on the inductor against the fp64 reference): builds them with clang-19, libFuzzer, ASan and UBSan
+# (-DKILN_FUZZ=ON, in build-fuzz/) and runs each for its share of a fixed time (half .kir, a quarter repro, a
+# quarter graph) over the seeds in fuzz/corpus/<target>/. Exits non-zero on a finding (a crash, a sanitizer
+# report, an exception other than kiln::Error, a round-trip mismatch, a backend error or mismatch on a generated
+# graph, a timeout or running out of memory); the input that triggers it is left in build-fuzz/findings/.
 # Usage: bash ci/fuzz.sh [SECONDS]   (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,7 @@ dir=build-fuzz
 
 bash ci/install-deps.sh  # clang-19, libclang-rt-19-dev (libFuzzer), libomp-19-dev (OpenMP for clang)
 CC=clang-19 CXX=clang++-19 cmake -S . -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$dir" --target kir-fuzzer repro-fuzzer
+cmake --build "$dir" --target kir-fuzzer repro-fuzzer graph-fuzzer
 
 # Each fuzzer adds what it learns to a working corpus under build-fuzz/; the checked-in seeds stay small.
 findings="$dir/findings"
@@ -21,10 +23,12 @@ export OMP_NUM_THREADS=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fuzz() {  # target, seconds
   mkdir -p "$dir/corpus-$1"
-  "$dir/fuzz/$1-fuzzer" "$dir/corpus-$1" "fuzz/corpus/$1" -dict="fuzz/$1.dict" -max_total_time="$2" -timeout=5 \
+  local dict=(); [[ -f "fuzz/$1.dict" ]] && dict=(-dict="fuzz/$1.dict")
+  "$dir/fuzz/$1-fuzzer" "$dir/corpus-$1" "fuzz/corpus/$1" "${dict[@]}" -max_total_time="$2" -timeout=5 \
     -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$findings/$1-" -print_final_stats=1
 }
-kir_budget=$(( budget * 2 / 3 ))
+kir_budget=$(( budget / 2 )) repro_budget=$(( budget / 4 ))
 fuzz kir "$(( kir_budget > 0 ? kir_budget : 1 ))"
-fuzz repro "$(( budget - kir_budget > 0 ? budget - kir_budget : 1 ))"
+fuzz repro "$(( repro_budget > 0 ? repro_budget : 1 ))"
+fuzz graph "$(( budget - kir_budget - repro_budget > 0 ? budget - kir_budget - repro_budget : 1 ))"
 echo "fuzz.sh: no findings in ${budget}s"

@@ -5,6 +5,7 @@
 #include "kiln_version.h"
 
 #include "tools/cmd_bench.h"
+#include "tools/cmd_fuzz.h"
 #include "tools/cmd_gate.h"
 #include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"
@@ -116,6 +117,7 @@ void add_commands(CLI::App& app) {
   add_minify_commands(app, runners());
   add_gate_commands(app, runners());
   add_bench_commands(app, runners());
+  add_fuzz_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

@@ -1,0 +1,374 @@
+// The fuzzing loop of `kiln fuzz` (fuzz/fuzzer.h).
+#include "fuzz/fuzzer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "eager/philox.h"
+#include "graph/interpreter.h"
+#include "ops/api.h"
+
+namespace kiln::fuzz {
+namespace {
+
+using graph::Graph;
+using graph::ValueId;
+
+// A copy of `g` with input metas and dtype arguments mapped (value names kept); shape inference re-runs.
+Graph rebuild(const Graph& g, const std::function<TensorMeta(const TensorMeta&)>& input_meta,
+              const std::function<DType(DType)>& dtype) {
+  Graph out;
+  out.name = g.name;
+  std::vector<ValueId> map(size_t(g.num_values()), graph::kNoValue);
+  auto m = [&](ValueId v) { return v == graph::kNoValue ? v : map.at(size_t(v)); };
+  for (ValueId v : g.inputs()) map[size_t(v)] = out.add_input(g.value(v).name, input_meta(g.value(v).meta));
+  for (const graph::Node& n : g.nodes()) {
+    if (n.kind == graph::NodeKind::Constant) {
+      Tensor c = n.constant;
+      if (dtype(c.dtype()) != c.dtype()) c = to(c, dtype(c.dtype()));
+      map[size_t(n.outputs[0])] = out.add_constant(g.value(n.outputs[0]).name, c);
+      continue;
+    }
+    std::vector<graph::Arg> args = n.args;
+    for (graph::Arg& a : args) {
+      if (auto* t = std::get_if<graph::TensorArg>(&a)) t->id = m(t->id);
+      if (auto* l = std::get_if<graph::TensorListArg>(&a))
+        for (ValueId& id : l->ids) id = m(id);
+      if (auto* d = std::get_if<DType>(&a)) *d = dtype(*d);
+    }
+    std::vector<std::string> names;
+    for (ValueId v : n.outputs) names.push_back(g.value(v).name);
+    std::vector<ValueId> outs = out.add_op(n.op, std::move(args), names);
+    for (size_t i = 0; i < outs.size(); ++i) map[size_t(n.outputs[i])] = outs[i];
+  }
+  std::vector<ValueId> outs;
+  for (ValueId v : g.outputs()) outs.push_back(m(v));
+  out.set_outputs(outs);
+  return out;
+}
+
+DType f64_if_floating(DType d) { return is_floating(d) ? DType::F64 : d; }
+
+bool all_finite(const std::vector<Tensor>& ts) {
+  for (const Tensor& t : ts) {
+    if (!is_floating(t.dtype()) || t.numel() == 0) continue;
+    Tensor f = contiguous(to(t, DType::F64));
+    const double* p = f.data<double>();
+    for (int64_t i = 0; i < f.numel(); ++i)
+      if (!std::isfinite(p[i])) return false;
+  }
+  return true;
+}
+
+std::string op_structure(const Graph& g) {
+  std::string s;
+  for (const graph::Node& n : g.nodes())
+    if (n.kind == graph::NodeKind::Op) s += (s.empty() ? "" : ",") + std::string(n.info().name);
+  return s.empty() ? "(no ops)" : s;
+}
+
+std::multiset<std::string> op_names(const Graph& g) {
+  std::multiset<std::string> s;
+  for (const graph::Node& n : g.nodes())
+    if (n.kind == graph::NodeKind::Op) s.insert(std::string(n.info().name));
+  return s;
+}
+
+// One generated graph, ready to check: its variants share the inputs' values and the reference.
+struct Prepared {
+  uint64_t index = 0;
+  FuzzCase fc;
+  std::vector<Tensor> inputs, eager, reference;
+  bool valid = false, finite = false;
+  std::string variant;
+  Graph variant_graph;
+  std::vector<Tensor> variant_inputs, variant_eager, variant_reference;
+  std::map<std::string, std::string> variant_config;
+};
+
+// The interpreter's outputs of `g` (in fp64, or at the graph's dtypes: eager) from copies of `inputs`.
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs, uint64_t random_seed, bool fp64) {
+  graph::InterpretOptions o;
+  o.fp64 = fp64;
+  manual_seed(random_seed);
+  NoGradGuard no_grad;
+  std::vector<Tensor> copies;
+  for (const Tensor& t : inputs) copies.push_back(clone(t));
+  return graph::run_graph(g, copies, o);
+}
+
+// The case's inputs, or (while the fp64 reference is not finite, at most `searches` tries) the same with the
+// floating inputs drawn again from the next input seeds.
+void choose_inputs(Prepared& p, int searches) {
+  const uint64_t base = p.fc.input_seed;
+  for (int s = 0; s < std::max(1, searches); ++s) {
+    std::vector<Tensor> inputs = p.fc.inputs;
+    for (size_t i = 0; s > 0 && i < inputs.size(); ++i) {
+      const TensorMeta& m = p.fc.graph.value(p.fc.graph.inputs()[i]).meta;
+      if (is_floating(m.dtype)) inputs[i] = input_value(m, (base + uint64_t(s)) * 7919 + i);
+    }
+    std::vector<Tensor> ref, eager;
+    try {
+      ref = run_reference(p.fc.graph, inputs, base, true);
+      eager = run_reference(p.fc.graph, inputs, base, false);
+    } catch (const Error&) {
+      return;  // the reference itself fails: not a valid case
+    }
+    p.valid = true;
+    p.inputs = std::move(inputs);
+    p.eager = std::move(eager);
+    p.reference = std::move(ref);
+    p.finite = all_finite(p.reference);
+    if (p.finite) return;
+  }
+}
+
+// The metamorphic variant graph `index` is also checked in (one per graph, in turn).
+void choose_variant(Prepared& p, bool metamorphic) {
+  static const char* kVariants[] = {"unfused", "bisect", "contiguous", "f64"};
+  if (!metamorphic) return;
+  p.variant = kVariants[p.index % 4];
+  p.variant_graph = p.fc.graph;
+  p.variant_inputs = p.inputs;
+  p.variant_eager = p.eager;
+  p.variant_reference = p.reference;
+  try {
+    if (p.variant == "unfused") p.variant_config["KILN_BISECT_DISABLE"] = "inductor:fusion";
+    if (p.variant == "bisect") p.variant_config["KILN_BISECT_LIMIT"] = fmt::format("inductor={}", (p.index / 4) % 40);
+    if (p.variant == "contiguous") {
+      p.variant_graph = with_contiguous_inputs(p.fc.graph);
+      for (Tensor& t : p.variant_inputs) t = contiguous(t);
+    }
+    if (p.variant == "f64") {
+      p.variant_graph = in_f64(p.fc.graph);
+      for (Tensor& t : p.variant_inputs) t = to(t, f64_if_floating(t.dtype()));
+      // Its own reference: random ops draw at the dtype they produce, which is now f64.
+      p.variant_reference = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, true);
+      p.variant_eager = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, false);
+    }
+  } catch (const Error&) {
+    p.variant.clear();  // the graph has no such variant (an op that refuses f64, say)
+  }
+}
+
+// "add_: shapes [3] and [4, 2] ... f32[]" -> "add_: shapes [..] and [..] ... DT[..]": one pattern per kind of
+// refusal, whatever the shapes, dtypes and numbers.
+std::string mask_numbers(const std::string& text) {
+  static const std::regex list(R"(\[[^\]]*\])"), dtype(R"(\b(f16|bf16|f32|f64|i8|i16|i32|i64|u8|bool)\b)"),
+      number(R"(-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?)");
+  return std::regex_replace(std::regex_replace(std::regex_replace(text, list, "[..]"), dtype, "DT"), number, "N");
+}
+
+class Loop {
+ public:
+  explicit Loop(const FuzzOptions& o) : o_(o), start_(std::chrono::steady_clock::now()) {}
+
+  FuzzSummary run() {
+    if (!o_.out_dir.empty()) std::filesystem::create_directories(o_.out_dir);
+    const uint64_t round = uint64_t(std::max(1, o_.check.jobs) * batch_size(o_.check) / 2 + 1);
+    uint64_t next = o_.first_index;
+    while (!done(next)) {
+      uint64_t n = round;
+      if (o_.runs) n = std::min(n, o_.first_index + *o_.runs - next);
+      run_round(next, n);
+      next += n;
+      s_.seconds = elapsed();
+      if (o_.status) o_.status(s_.status_line());
+    }
+    s_.seconds = elapsed();
+    return s_;
+  }
+
+ private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  bool done(uint64_t next) const {
+    if (o_.runs && next >= o_.first_index + *o_.runs) return true;
+    return o_.time_s > 0 && elapsed() >= o_.time_s;
+  }
+
+  void run_round(uint64_t first, uint64_t n) {
+    std::vector<Prepared> cases(n);
+    std::vector<CheckJob> jobs;
+    std::vector<std::pair<size_t, bool>> job_case;  // (case, is the variant)
+    for (uint64_t i = 0; i < n; ++i) {
+      Prepared& p = cases[i];
+      p.index = first + i;
+      p.fc = generate_indexed(o_.seed, p.index, o_.gen);
+      if (o_.on_graph) o_.on_graph(p.index, p.fc.graph);
+      for (const CoverageKey& k : coverage_keys(p.fc.graph)) ++s_.coverage[k];
+      for (const std::string& r : p.fc.refused) {
+        FuzzSummary::Gap& gap = s_.infer_gaps[mask_numbers(r)];
+        if (gap.count++ == 0) gap.first_index = p.index, gap.example = r;
+      }
+      ++s_.graphs;
+      choose_inputs(p, o_.input_searches);
+      if (!p.valid) continue;
+      ++s_.valid;
+      s_.nan_free += p.finite;
+      choose_variant(p, o_.metamorphic);
+    }
+    for (size_t i = 0; i < cases.size(); ++i) {  // after the loop: `cases` no longer moves
+      const Prepared& p = cases[i];
+      if (!p.valid) continue;
+      jobs.push_back({&p.fc.graph, &p.inputs, &p.eager, &p.reference, {}, p.fc.input_seed});
+      job_case.emplace_back(i, false);
+      if (p.variant.empty()) continue;
+      jobs.push_back({&p.variant_graph, &p.variant_inputs, &p.variant_eager, &p.variant_reference, p.variant_config,
+                      p.fc.input_seed});
+      job_case.emplace_back(i, true);
+    }
+    std::vector<Failure> verdicts = check_isolated(jobs, o_.check);
+    s_.checks += jobs.size();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      if (!verdicts[j].failed()) continue;
+      const Prepared& p = cases[job_case[j].first];
+      record(p, jobs[j], verdicts[j], job_case[j].second ? p.variant : "default");
+      if (job_case[j].second == false && j + 1 < jobs.size() && job_case[j + 1].first == job_case[j].first) ++j;
+    }
+  }
+
+  // A finding: counted against a known signature when one's ops all occur in the graph with the same kind and
+  // variant (so a known bug is not minified again), else minified, and deduplicated by its signature.
+  void record(const Prepared& p, const CheckJob& job, const Failure& f, const std::string& variant) {
+    const std::multiset<std::string> ops = op_names(*job.graph);
+    for (FindingRecord& r : s_.findings) {
+      if (r.kind != f.kind || r.variant != variant) continue;
+      std::multiset<std::string> known;
+      for (size_t s = r.signature.find(':') + 1, e; s < r.signature.size(); s = e + 1) {
+        e = std::min(r.signature.find(',', s), r.signature.size());
+        known.insert(r.signature.substr(s, e - s));
+      }
+      if (std::includes(ops.begin(), ops.end(), known.begin(), known.end())) {
+        ++r.hits;
+        return;
+      }
+    }
+    FindingRecord r;
+    r.kind = f.kind;
+    r.message = f.message;
+    r.variant = variant;
+    r.seed = o_.seed;
+    r.index = p.index;
+    Graph reduced = *job.graph;
+    if (!o_.out_dir.empty() && minified_ < o_.max_minify) {
+      ++minified_;
+      r.repro = (std::filesystem::path(o_.out_dir) /
+                 fmt::format("{}-s{}-i{}-{}.repro", f.kind, o_.seed, p.index, variant)).string();
+      MinifiedFinding m = minify_finding(job, f, o_.check, r.repro);
+      reduced = std::move(m.graph);
+      r.minimized = m.minimized;
+      r.note = m.note;
+      if (m.failure.failed()) r.message = m.failure.message;
+    }
+    r.signature = r.kind + ":" + op_structure(reduced);
+    for (FindingRecord& known : s_.findings)
+      if (known.signature == r.signature && known.variant == r.variant) {
+        ++known.hits;
+        remove_repro(r.repro);
+        return;
+      }
+    s_.findings.push_back(std::move(r));
+  }
+
+  static void remove_repro(const std::string& path) {
+    if (path.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    std::filesystem::remove_all(path + ".inputs", ec);
+    std::filesystem::remove(path + ".state.json", ec);
+  }
+
+  const FuzzOptions& o_;
+  std::chrono::steady_clock::time_point start_;
+  FuzzSummary s_;
+  int minified_ = 0;
+};
+
+constexpr DType kTableDtypes[] = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
+                                  DType::I32, DType::I16, DType::I8,   DType::U8,  DType::Bool};
+
+}  // namespace
+
+Graph with_contiguous_inputs(const Graph& g) {
+  return rebuild(g, [](const TensorMeta& m) { return TensorMeta{m.dtype, m.sizes, contiguous_strides(m.sizes), m.device}; },
+                 [](DType d) { return d; });
+}
+
+Graph in_f64(const Graph& g) {
+  return rebuild(g, [](const TensorMeta& m) { return TensorMeta{f64_if_floating(m.dtype), m.sizes, m.strides, m.device}; },
+                 f64_if_floating);
+}
+
+FuzzSummary run_fuzz(const FuzzOptions& opts) { return Loop(opts).run(); }
+
+std::string FuzzSummary::status_line() const {
+  std::set<OpId> ops;
+  for (const auto& [k, n] : coverage) ops.insert(k.op);
+  uint64_t hits = 0;
+  for (const FindingRecord& f : findings) hits += f.hits;
+  auto pct = [&](uint64_t a, uint64_t b) { return b ? 100.0 * double(a) / double(b) : 100.0; };
+  return fmt::format("kiln fuzz: {} graphs ({:.0f}/s) | valid {:.1f}% | NaN-free {:.1f}% | findings {} unique ({} hits) "
+                     "| ops {}/{} | {:.0f} s",
+                     graphs, seconds > 0 ? double(graphs) / seconds : 0.0, pct(valid, graphs), pct(nan_free, valid),
+                     findings.size(), hits, ops.size(), all_ops().size(), seconds);
+}
+
+std::string FuzzSummary::json() const {
+  nlohmann::json j;
+  j["graphs"] = graphs;
+  j["valid"] = valid;
+  j["nan_free"] = nan_free;
+  j["checks"] = checks;
+  j["seconds"] = seconds;
+  j["graphs_per_second"] = seconds > 0 ? double(graphs) / seconds : 0.0;
+  j["valid_rate"] = graphs ? double(valid) / double(graphs) : 1.0;
+  j["nan_free_rate"] = valid ? double(nan_free) / double(valid) : 1.0;
+  j["findings"] = nlohmann::json::array();
+  for (const FindingRecord& f : findings)
+    j["findings"].push_back({{"signature", f.signature}, {"kind", f.kind}, {"variant", f.variant},
+                             {"seed", f.seed}, {"index", f.index}, {"hits", f.hits}, {"repro", f.repro},
+                             {"minimized", f.minimized}, {"message", f.message}, {"note", f.note}});
+  std::set<OpId> ops;
+  nlohmann::json cov = nlohmann::json::object();
+  for (const auto& [k, n] : coverage) {
+    ops.insert(k.op);
+    cov[std::string(op_info(k.op).name)][std::string(dtype_name(k.dtype))] = n;
+  }
+  j["infer_gaps"] = nlohmann::json::array();
+  for (const auto& [key, gap] : infer_gaps)
+    j["infer_gaps"].push_back({{"pattern", key}, {"count", gap.count}, {"first_index", gap.first_index},
+                               {"example", gap.example}});
+  j["coverage"] = {{"ops_reached", ops.size()}, {"ops_total", all_ops().size()}, {"nodes", cov}};
+  return j.dump(2);
+}
+
+std::string FuzzSummary::coverage_table() const {
+  std::string out = fmt::format("{:<24}", "op");
+  for (DType d : kTableDtypes) out += fmt::format(" {:>6}", dtype_name(d));
+  out += "\n";
+  int reached = 0;
+  for (const OpInfo& op : all_ops()) {
+    std::string row = fmt::format("{:<24}", op.name);
+    bool any = false;
+    for (DType d : kTableDtypes) {
+      auto it = coverage.find({op.id, d});
+      any |= it != coverage.end();
+      row += fmt::format(" {:>6}", it == coverage.end() ? std::string(".") : std::to_string(it->second));
+    }
+    reached += any;
+    out += row + "\n";
+  }
+  return out + fmt::format("{} of {} ops reached (nodes counted by the dtype they compute in)\n", reached,
+                           all_ops().size());
+}
+
+}  // namespace kiln::fuzz

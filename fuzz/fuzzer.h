@@ -1,0 +1,68 @@
+// `kiln fuzz`'s loop: generate graphs (fuzz/generator.h), pick inputs that keep the fp64 reference finite (a
+// short input search), check each graph differentially (backend vs the fp64 interpreter through the
+// comparator) and metamorphically (fusion off, a bisection limit, contiguous copies of strided inputs, the
+// graph compiled in f64), each batch in a forked child (fuzz/check.h); classify, minify and deduplicate
+// findings, write their repros, keep coverage, and summarise.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz/check.h"
+#include "fuzz/generator.h"
+
+namespace kiln::fuzz {
+
+struct FuzzOptions {
+  GenOptions gen;
+  CheckOptions check;
+  uint64_t seed = 0;
+  std::optional<uint64_t> runs;    // graphs to check (with time_s: whichever ends first)
+  double time_s = 0;               // seconds to run (0: until `runs`)
+  uint64_t first_index = 0;        // graph indices first_index, first_index + 1, ...
+  bool metamorphic = true;         // besides the plain check, one metamorphic variant per graph
+  int input_searches = 4;          // input seeds tried for a NaN/Inf-free reference
+  std::string out_dir;             // repros of findings (empty: none written, findings not minified)
+  int max_minify = 50;             // minifications per run (later findings are recorded unminified)
+  std::function<void(const std::string&)> status;  // the live status line, when set
+  std::function<void(uint64_t, const graph::Graph&)> on_graph;  // every generated graph (--print)
+};
+
+struct FindingRecord {
+  std::string signature;  // failure kind + the minimized graph's op structure
+  std::string kind, message, variant, repro;
+  uint64_t seed = 0, index = 0;
+  uint64_t hits = 1;
+  bool minimized = false;
+  std::string note;
+};
+
+struct FuzzSummary {
+  uint64_t graphs = 0, valid = 0, nan_free = 0, checks = 0;
+  double seconds = 0;
+  std::vector<FindingRecord> findings;
+  std::map<CoverageKey, uint64_t> coverage;
+  // Calls shape inference accepted but the kernel refused while generating (FuzzCase::refused), by message
+  // with numbers masked: gaps between an op's infer function and its kernel (graphs that verify, then fail).
+  struct Gap {
+    uint64_t count = 0, first_index = 0;
+    std::string example;
+  };
+  std::map<std::string, Gap> infer_gaps;
+  std::string json() const;            // the JSON summary
+  std::string coverage_table() const;  // ops x dtypes, counts
+  std::string status_line() const;
+};
+
+FuzzSummary run_fuzz(const FuzzOptions& opts);
+
+// The variants a graph is checked in (name -> graph and options). "default" is the graph as generated; the
+// metamorphic ones: "unfused" (KILN_BISECT_DISABLE=inductor:fusion), "bisect" (KILN_BISECT_LIMIT=inductor=K),
+// "contiguous" (strided inputs given as contiguous copies), "f64" (every floating dtype made f64).
+graph::Graph with_contiguous_inputs(const graph::Graph& g);
+graph::Graph in_f64(const graph::Graph& g);
+
+}  // namespace kiln::fuzz

@@ -1,0 +1,124 @@
+// `kiln fuzz [--backend B] [--time S | --runs N] [--seed N] [--index I] [-j N] [--max-nodes N] [--ops LIST]
+// [--out DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [-q]`: property-based graph
+// fuzzing (fuzz/fuzzer.h, docs/fuzz.md). Exit 0 without findings, 1 with any, 2 for bad options.
+#include "tools/cmd_fuzz.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <cstdio>
+
+#include "core/files.h"
+#include "fuzz/fuzzer.h"
+#include "graph/text.h"
+#include "tools/cli_checks.h"
+
+namespace kiln::cli {
+namespace {
+
+struct FuzzArgs {
+  std::string backend = "inductor", ops, out;
+  std::optional<uint64_t> runs, index;
+  std::optional<double> time_s;
+  uint64_t seed = 0;
+  int jobs = 1, max_nodes = 10;
+  double timeout_s = 10, tol = 1e-4;
+  bool allow_nan = false, no_metamorphic = false, print = false, quiet = false;
+};
+
+// --out must be a directory kiln can create or write into, checked before the run starts.
+void check_out_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  KILN_CHECK(!std::filesystem::exists(dir, ec) || std::filesystem::is_directory(dir, ec),
+             "--out {}: exists and is not a directory; expected a directory for the findings' repro files", dir);
+  std::filesystem::create_directories(dir, ec);
+  KILN_CHECK(!ec, "--out {}: cannot create the directory: {}", dir, ec.message());
+  check_output_path(dir + "/summary.json");
+}
+
+int run_fuzz_command(const FuzzArgs& a) {
+  check_out_dir(a.out);
+  fuzz::FuzzOptions o;
+  o.gen.max_nodes = a.max_nodes;
+  if (!a.ops.empty()) o.gen.ops = fuzz::parse_op_list(a.ops);
+  o.gen.domains = !a.allow_nan;
+  o.check.backend = a.backend;
+  o.check.jobs = a.jobs;
+  o.check.timeout_s = a.timeout_s;
+  o.check.tolerance = a.tol;
+  o.seed = a.seed;
+  o.metamorphic = !a.no_metamorphic;
+  o.out_dir = a.out;
+  if (a.index) {
+    o.first_index = *a.index;
+    o.runs = 1;
+  } else {
+    o.runs = a.runs;
+    o.time_s = a.time_s.value_or(a.runs ? 0 : 60);
+  }
+  if (a.print)
+    o.on_graph = [](uint64_t i, const graph::Graph& g) { fmt::print("# graph {}\n{}\n", i, graph::print_graph(g)); };
+  const bool tty = isatty(STDERR_FILENO);
+  // On a terminal the line is rewritten after every round; in a log, one line every 10 s.
+  auto last = std::chrono::steady_clock::now();
+  if (!a.quiet)
+    o.status = [tty, last](const std::string& line) mutable {
+      if (tty) return fmt::print(stderr, "\r{}\x1b[K", line);
+      if (std::chrono::steady_clock::now() - last < std::chrono::seconds(10)) return;
+      last = std::chrono::steady_clock::now();
+      fmt::print(stderr, "{}\n", line);
+    };
+  fuzz::FuzzSummary s = fuzz::run_fuzz(o);
+  if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
+  fmt::print("{}\n", s.coverage_table());
+  for (const fuzz::FindingRecord& f : s.findings)
+    fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}\n", f.signature, f.hits, f.variant, f.seed,
+               f.index, f.repro.empty() ? "" : ": " + f.repro, f.minimized ? "" : " (not minimized: " + f.note + ")");
+  for (const auto& [pattern, gap] : s.infer_gaps)
+    fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
+               gap.first_index, gap.example);
+  std::string json = s.json();
+  if (!a.out.empty()) write_file_atomic(a.out + "/summary.json", json + "\n");
+  fmt::print("{}\n", json);
+  return s.findings.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  fuzz::register_test_backends();
+  static FuzzArgs a;
+  auto* f = app.add_subcommand("fuzz", "generate random valid graphs and check a backend against the fp64 "
+                                       "interpreter and itself; minify and deduplicate what fails");
+  f->add_option("--backend", a.backend, "the backend to check (default inductor)");
+  auto* time = f->add_option("--time", a.time_s, "seconds to fuzz (default 60 unless --runs is given)")
+                   ->check(cli::timeout_check());
+  auto* runs = f->add_option("--runs", a.runs, "graphs to check")
+                   ->check(cli::integer_in<uint64_t>(1, UINT64_MAX, "a number of graphs"));
+  auto* index = f->add_option("--index", a.index, "check only graph I of the seed (reproduce a finding)")
+                    ->check(cli::integer_in<uint64_t>(0, UINT64_MAX, "a graph index"));
+  index->excludes(runs)->excludes(time);
+  f->add_option("--seed", a.seed, "the run's seed: graph i of seed s is always the same (default 0)")
+      ->check(cli::seed_check());
+  f->add_option("-j,--jobs", a.jobs, "children checking graphs at once (default 1)")
+      ->check(cli::integer_in(1, 256, "the number of children"));
+  f->add_option("--max-nodes", a.max_nodes, "op nodes per graph, at most (default 10)")
+      ->check(cli::integer_in(1, 1000, "a number of nodes"));
+  f->add_option("--ops", a.ops, "comma-separated ops to draw nodes from (default: every op of the table)");
+  f->add_option("--out", a.out, "directory for the findings' repro files and summary.json");
+  f->add_flag("--allow-nan", a.allow_nan, "no domain guards: values may leave an op's domain (NaN/Inf)");
+  f->add_flag("--no-metamorphic", a.no_metamorphic, "only the differential check (no unfused/bisect/contiguous/f64 "
+                                                    "variants)");
+  f->add_flag("--print", a.print, "print every generated graph (.kir) on stdout");
+  f->add_option("--timeout", a.timeout_s, "seconds a graph may run (after compiling) before it counts as a hang "
+                                          "(default 10)")
+      ->check(cli::timeout_check());
+  f->add_option("--tol", a.tol, "comparator tolerance (default 1e-4)")->check(cli::number_in(0, 1e6, false, "a tolerance"));
+  f->add_flag("-q,--quiet", a.quiet, "no status line");
+  runners["fuzz"] = [] { return run_fuzz_command(a); };
+}
+
+}  // namespace kiln::cli
