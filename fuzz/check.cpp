@@ -21,8 +21,6 @@ namespace {
 
 constexpr char kSeparator = '\x1e';  // between the verdicts of one batch
 
-Failure from_signature(const FailureSignature& f) { return {f.kind, f.message, f.stage}; }
-
 // The options of a job, set for the lifetime of the object.
 struct AppliedConfig {
   explicit AppliedConfig(const std::map<std::string, std::string>& config) {
@@ -55,22 +53,12 @@ std::string run_job(const CheckJob& job, const CheckOptions& opts) {
   try {
     outs = find_backend(opts.backend)(*job.graph, copies(*job.inputs));
   } catch (const Error& e) {
-    return encode_backend_error(e);
+    return encode_failure(failure_of_exception(e));
   }
   CompareOptions co;
   co.tol = opts.tolerance;
   CompareVerdict v = compare_outputs(*job.eager, outs, *job.reference, co);
-  return encode_failure(v.ok ? FailureSignature{} : FailureSignature{"accuracy", v.str()});
-}
-
-Failure from_isolated(const IsolatedResult& r) {
-  switch (r.kind) {
-    case IsolatedResult::Kind::Crash: return {"crash", r.payload, ""};
-    case IsolatedResult::Kind::Hang: return {"hang", r.payload, ""};
-    case IsolatedResult::Kind::Error: return {"runtime_error", r.payload, ""};
-    case IsolatedResult::Kind::Ok: break;
-  }
-  return from_signature(decode_failure(r.payload));
+  return encode_failure(v.ok ? FailureSignature{} : FailureSignature{FailureKind::Accuracy, v.str()});
 }
 
 }  // namespace
@@ -102,7 +90,7 @@ std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts
 
 }  // namespace
 
-std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts) {
+std::vector<FailureSignature> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts) {
   find_backend(opts.backend);  // an unknown backend is the caller's error, not a finding
   std::vector<std::function<std::string()>> bodies;
   std::vector<std::pair<size_t, size_t>> ranges;
@@ -116,21 +104,21 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
   // checked one per child, each with its own limit.
   const double setup = setup_limit_for(opts.timeout_s);
   std::vector<IsolatedResult> results = run_isolated_many(bodies, opts.jobs, 2 * opts.timeout_s, setup);
-  std::vector<Failure> verdicts(jobs.size());
+  std::vector<FailureSignature> verdicts(jobs.size());
   for (size_t b = 0; b < results.size(); ++b) {
     auto [start, end] = ranges[b];
-    if (results[b].kind == IsolatedResult::Kind::Ok) {
+    if (results[b].kind == FailureKind::None) {
       const std::string& text = results[b].payload;
       size_t pos = 0;
       for (size_t i = start; i < end; ++i) {
         size_t sep = text.find(kSeparator, pos);
-        verdicts[i] = from_signature(decode_failure(text.substr(pos, sep - pos)));
+        verdicts[i] = (decode_failure(text.substr(pos, sep - pos)));
         pos = sep == std::string::npos ? text.size() : sep + 1;
       }
       continue;
     }
     for (size_t i = start; i < end; ++i)  // the batch crashed or ran out of time: which job was it?
-      verdicts[i] = from_isolated(
+      verdicts[i] = classify(
           run_isolated([&jobs, &opts, i] { return run_jobs(jobs, opts, i, i + 1); }, opts.timeout_s, setup));
   }
   return verdicts;
@@ -138,13 +126,13 @@ std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const Che
 
 void register_test_backends() { minify::register_inject_test_backend(); }
 
-MinifiedFinding minify_finding(const CheckJob& job, const Failure& observed, const CheckOptions& opts,
+MinifiedFinding minify_finding(const CheckJob& job, const FailureSignature& observed, const CheckOptions& opts,
                                const std::string& path) {
   AppliedConfig config(job.config);
   manual_seed(job.random_seed);
   minify::MinifyOptions o;
   o.backend = opts.backend;
-  o.accuracy = observed.kind == "accuracy";
+  o.accuracy = observed.kind == FailureKind::Accuracy;
   o.jobs = opts.jobs;
   o.timeout_s = opts.timeout_s;
   o.tolerance = opts.tolerance;
@@ -154,7 +142,7 @@ MinifiedFinding minify_finding(const CheckJob& job, const Failure& observed, con
   try {
     minify::MinifyResult r = minify::minify(*job.graph, *job.inputs, o);
     f.graph = std::move(r.graph);
-    f.failure = from_signature(r.failure.failed() ? r.failure : r.original);
+    f.failure = r.failure.failed() ? r.failure : r.original;
     f.minimized = r.reverified;
     if (!r.reverified) f.note = "the minified repro did not re-verify: " + r.reverify_message;
     return f;
@@ -164,7 +152,7 @@ MinifiedFinding minify_finding(const CheckJob& job, const Failure& observed, con
   f.graph = *job.graph;
   f.failure = observed;
   minify::write_repro_with_inputs(*job.graph, *job.inputs, opts.backend,
-                                  FailureSignature{observed.kind, observed.message, observed.stage}, o.config,
+                                  observed, o.config,
                                   opts.tolerance, path);
   return f;
 }

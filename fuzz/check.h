@@ -8,17 +8,13 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "repro/failure.h"
 
 namespace kiln::fuzz {
 
-// What a backend run showed: kind "none" (it matched the fp64 reference), compile_error, runtime_error,
-// crash, hang or accuracy, with the message (error text, signal name, or the comparator's verdict).
-struct Failure {
-  std::string kind = "none";
-  std::string message;
-  std::string stage;
-  bool failed() const { return kind != "none"; }
-};
+// What a backend run showed is a FailureSignature (repro/failure.h): kind None (it matched the reference),
+// CompileError, RuntimeError, Crash, Hang or Accuracy, with the message (error text, signal name, or the
+// comparator's verdict).
 
 // Registers the test backends a fuzzing run may name (`inject_test`: the interpreter with KILN_INJECT faults).
 void register_test_backends();
@@ -51,18 +47,18 @@ struct CheckOptions {
 int batch_size(const CheckOptions& opts);
 
 // The verdicts of `jobs`, in order. Each batch runs in a forked child.
-std::vector<Failure> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts);
+std::vector<FailureSignature> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts);
 
 // Minifies the failing `job` (its config applied) into the repro file `path` (inputs in `path`.inputs/) and
 // returns the minimized graph; when the failure does not show again (flaky), writes the unminified graph with
 // `observed` as its failure and sets `minimized` false.
 struct MinifiedFinding {
   graph::Graph graph;
-  Failure failure;
+  FailureSignature failure;
   bool minimized = false;
   std::string note;  // why it was not minimized
 };
-MinifiedFinding minify_finding(const CheckJob& job, const Failure& observed, const CheckOptions& opts,
+MinifiedFinding minify_finding(const CheckJob& job, const FailureSignature& observed, const CheckOptions& opts,
                                const std::string& path);
 
 }  // namespace kiln::fuzz

@@ -226,7 +226,7 @@ class Loop {
                       p.fc.input_seed});
       job_case.emplace_back(i, true);
     }
-    std::vector<Failure> verdicts = check_isolated(jobs, o_.check);
+    std::vector<FailureSignature> verdicts = check_isolated(jobs, o_.check);
     s_.checks += jobs.size();
     for (size_t j = 0; j < jobs.size(); ++j) {
       if (!verdicts[j].failed()) continue;
@@ -238,7 +238,7 @@ class Loop {
 
   // A finding: counted against a known signature when one's ops all occur in the graph with the same kind and
   // variant (so a known bug is not minified again), else minified, and deduplicated by its signature.
-  void record(const Prepared& p, const CheckJob& job, const Failure& f, const std::string& variant) {
+  void record(const Prepared& p, const CheckJob& job, const FailureSignature& f, const std::string& variant) {
     const std::multiset<std::string> ops = op_names(*job.graph);
     for (FindingRecord& r : s_.findings) {
       if (r.kind != f.kind || r.variant != variant) continue;
@@ -262,14 +262,14 @@ class Loop {
     if (!o_.out_dir.empty() && minified_ < o_.max_minify) {
       ++minified_;
       r.repro = (std::filesystem::path(o_.out_dir) /
-                 fmt::format("{}-s{}-i{}-{}.repro", f.kind, o_.seed, p.index, variant)).string();
+                 fmt::format("{}-s{}-i{}-{}.repro", failure_kind_name(f.kind), o_.seed, p.index, variant)).string();
       MinifiedFinding m = minify_finding(job, f, o_.check, r.repro);
       reduced = std::move(m.graph);
       r.minimized = m.minimized;
       r.note = m.note;
       if (m.failure.failed()) r.message = m.failure.message;
     }
-    r.signature = r.kind + ":" + op_structure(reduced);
+    r.signature = std::string(failure_kind_name(r.kind)) + ":" + op_structure(reduced);
     for (FindingRecord& known : s_.findings)
       if (known.signature == r.signature && known.variant == r.variant) {
         ++known.hits;
@@ -334,7 +334,7 @@ std::string FuzzSummary::json() const {
   j["nan_free_rate"] = valid ? double(nan_free) / double(valid) : 1.0;
   j["findings"] = nlohmann::json::array();
   for (const FindingRecord& f : findings)
-    j["findings"].push_back({{"signature", f.signature}, {"kind", f.kind}, {"variant", f.variant},
+    j["findings"].push_back({{"signature", f.signature}, {"kind", failure_kind_name(f.kind)}, {"variant", f.variant},
                              {"seed", f.seed}, {"index", f.index}, {"hits", f.hits}, {"repro", f.repro},
                              {"minimized", f.minimized}, {"message", f.message}, {"note", f.note}});
   std::set<OpId> ops;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fuzz/check.h"
+#include "repro/failure.h"
 #include "fuzz/generator.h"
 
 namespace kiln::fuzz {
@@ -33,7 +34,8 @@ struct FuzzOptions {
 
 struct FindingRecord {
   std::string signature;  // failure kind + the minimized graph's op structure
-  std::string kind, message, variant, repro;
+  FailureKind kind = FailureKind::None;
+  std::string message, variant, repro;
   uint64_t seed = 0, index = 0;
   uint64_t hits = 1;
   bool minimized = false;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "eager/autograd.h"
 #include "fuzz/domains.h"
+#include "graph/rewrite.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 
@@ -93,8 +94,8 @@ class Builder {
     finish_outputs();
     FuzzCase fc;
     fc.input_seed = input_seed_;
-    for (ValueId v : g_.inputs()) fc.inputs.push_back(inputs_.at(size_t(v)));
-    fc.graph = std::move(g_);
+    for (ValueId v : graph::used_inputs(g_)) fc.inputs.push_back(inputs_.at(size_t(v)));
+    fc.graph = graph::without_unused_inputs(g_);
     fc.refused = std::move(refused_);
     return fc;
   }
@@ -507,12 +508,14 @@ class Builder {
   }
 
   void take_back(size_t first_new) {
-    while (g_.nodes().size() > first_new) g_.erase_node(int(g_.nodes().size()) - 1);
+    std::vector<bool> dead(g_.nodes().size(), false);
+    std::fill(dead.begin() + std::ptrdiff_t(first_new), dead.end(), true);
+    graph::erase_nodes(g_, dead);
   }
 
-  // Every op result nothing reads is an output (so no node is dead), and so is every in-place result.
+  // Every op result nothing reads is an output (so no node is dead), and so is every in-place result. (Inputs
+  // nothing reads are dropped by finish().)
   void finish_outputs() {
-    g_.remove_unused_inputs();
     std::vector<std::vector<int>> users = g_.users();
     std::vector<ValueId> outs;
     for (const graph::Node& n : g_.nodes())

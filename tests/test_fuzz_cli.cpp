@@ -75,7 +75,7 @@ TEST_F(FuzzCli, FindsAHangAndMinimizesIt) {
   EXPECT_EQ(s["findings"][0]["signature"], "hang:relu");
   ReproFile rf = load_repro(s["findings"][0]["repro"].get<std::string>());
   EXPECT_EQ(rf.graph.num_op_nodes(), 1) << graph::print_graph(rf.graph);
-  EXPECT_EQ(rf.expected.kind, "hang");
+  EXPECT_EQ(rf.expected.kind, FailureKind::Hang);
 }
 
 TEST_F(FuzzCli, CleanBackendExitsZeroWithCoverageAndSummary) {

@@ -1,5 +1,7 @@
-// GraphCloner, clone_graph and erase_nodes (rewrite.h).
+// GraphCloner, clone_graph, erase_nodes and the unused-input queries (rewrite.h).
 #include "graph/rewrite.h"
+
+#include <algorithm>
 
 namespace kiln::graph {
 
@@ -82,6 +84,23 @@ Graph clone_graph(const Graph& src, const NodeRewrite& rewrite, CloneOptions opt
     if (!rewrite || !rewrite(n, c)) c.copy_node(n);
   c.set_outputs(src.outputs());
   return c.take();
+}
+
+std::vector<ValueId> used_inputs(const Graph& g) {
+  const std::vector<std::vector<int>> users = g.users();
+  const std::vector<ValueId>& outs = g.outputs();
+  std::vector<ValueId> used;
+  for (ValueId id : g.inputs())
+    if (!users[size_t(id)].empty() || std::find(outs.begin(), outs.end(), id) != outs.end()) used.push_back(id);
+  return used;
+}
+
+Graph without_unused_inputs(const Graph& g) {
+  GraphCloner cloner(g);
+  for (ValueId id : used_inputs(g)) cloner.copy_input(id);
+  for (const Node& n : g.nodes()) cloner.copy_node(n);
+  cloner.set_outputs(g.outputs());
+  return cloner.take();
 }
 
 }  // namespace kiln::graph

@@ -85,4 +85,9 @@ using NodeRewrite = std::function<bool(const Node& n, GraphCloner& cloner)>;
 // declines), the outputs mapped.
 Graph clone_graph(const Graph& src, const NodeRewrite& rewrite = {}, CloneOptions opts = {});
 
+// The inputs of `g` that a node reads or that are outputs, in input order.
+std::vector<ValueId> used_inputs(const Graph& g);
+// A clone of `g` without the inputs nothing reads (value ids change; inputs keep their order).
+Graph without_unused_inputs(const Graph& g);
+
 }  // namespace kiln::graph
