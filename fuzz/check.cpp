@@ -10,6 +10,7 @@
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
+#include "graph/inputs.h"
 #include "minifier/inject_backend.h"
 #include "minifier/minifier.h"
 #include "ops/api.h"
@@ -30,13 +31,6 @@ struct AppliedConfig {
   std::vector<std::unique_ptr<ScopedOption>> applied;
 };
 
-std::vector<Tensor> copies(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(clone(t).detach());
-  return out;
-}
-
 // In a child: its stderr goes to /dev/null unless KILN_LOGS asks for logs (a bisection variant's "changed
 // nothing" warning, say, is not news in a fuzzing run).
 void quiet_child() {
@@ -51,7 +45,7 @@ std::string run_job(const CheckJob& job, const CheckOptions& opts) {
   manual_seed(job.random_seed);
   std::vector<Tensor> outs;
   try {
-    outs = find_backend(opts.backend)(*job.graph, copies(*job.inputs));
+    outs = find_backend(opts.backend)(*job.graph, graph::copy_inputs(*job.inputs));
   } catch (const Error& e) {
     return encode_failure(failure_of_exception(e));
   }

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "eager/philox.h"
+#include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
 
@@ -99,9 +100,7 @@ std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inp
   o.fp64 = fp64;
   manual_seed(random_seed);
   NoGradGuard no_grad;
-  std::vector<Tensor> copies;
-  for (const Tensor& t : inputs) copies.push_back(clone(t));
-  return graph::run_graph(g, copies, o);
+  return graph::run_graph(g, graph::copy_inputs(inputs), o);
 }
 
 // The case's inputs, or (while the fp64 reference is not finite, at most `searches` tries) the same with the

@@ -26,12 +26,6 @@ namespace {
   std::abort();
 }
 
-std::vector<kiln::Tensor> copies(const std::vector<kiln::Tensor>& ts) {
-  std::vector<kiln::Tensor> out;
-  for (const kiln::Tensor& t : ts) out.push_back(kiln::clone(t));
-  return out;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -56,15 +50,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fp64.fp64 = true;
   try {
     manual_seed(fc.input_seed);
-    reference = graph::run_graph(g, copies(inputs), fp64);
+    reference = graph::run_graph(g, graph::copy_inputs(inputs), fp64);
     manual_seed(fc.input_seed);
-    eager = graph::run_graph(g, copies(inputs));
+    eager = graph::run_graph(g, graph::copy_inputs(inputs));
   } catch (const Error& e) {
     finding(g, std::string("the fp64 reference fails on a generated graph: ") + e.what());
   }
   try {
     manual_seed(fc.input_seed);
-    outs = find_backend(backend)(g, copies(inputs));
+    outs = find_backend(backend)(g, graph::copy_inputs(inputs));
   } catch (const Error& e) {
     finding(g, "backend " + backend + " fails: " + e.what());
   }

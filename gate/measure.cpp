@@ -44,13 +44,6 @@ Measurement failure(FailureKind kind, std::string message) {
 // where the timer's and the scheduler's noise would decide.
 constexpr double kMinSampleMs = 5;
 
-std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(clone(t).detach());
-  return out;
-}
-
 // A fresh directory for this child's kernel cache, removed when the measurement ends: compile times are cold.
 struct TemporaryCacheDir {
   std::string path;
@@ -98,7 +91,7 @@ void time_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64
     }
   const BackendFn& run = find_backend(c.backend);
   auto call = [&] {
-    std::vector<Tensor> args = detached_clones(inputs);
+    std::vector<Tensor> args = graph::copy_inputs(inputs);
     manual_seed(seed);
     return run(g, args);
   };

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
 
@@ -117,11 +118,7 @@ void record_reference(const graph::Graph& g, const std::vector<Tensor>& inputs, 
   graph::InterpretOptions o;
   o.fp64 = true;
   o.on_value = [&](graph::ValueId id, const Tensor& t) { store.put(id, t); };
-  std::vector<Tensor> copies;
-  {
-    NoGradGuard no_grad;
-    for (const Tensor& t : inputs) copies.push_back(clone(t).detach());
-  }
+  std::vector<Tensor> copies = graph::copy_inputs(inputs);
   default_generator() = seed_state;
   // On one thread, like a forked child's reference run (repro/isolate.h): whatever an eager kernel splits by
   // thread count, a recorded value is then bit for bit what a candidate's own reference run computes (the

@@ -6,6 +6,7 @@
 
 #include "api/backends.h"
 #include "graph/compare.h"
+#include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
@@ -13,13 +14,6 @@
 namespace kiln {
 
 namespace {
-
-std::vector<Tensor> detached_clones(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(clone(t).detach());
-  return out;
-}
 
 }  // namespace
 
@@ -39,7 +33,7 @@ std::vector<Tensor> FailureOracle::reference(const graph::Graph& g, const std::v
   if (opts_.seed_state) default_generator() = *opts_.seed_state;
   graph::InterpretOptions fp64;
   fp64.fp64 = true;
-  return graph::run_graph(g, detached_clones(inputs), fp64);
+  return graph::run_graph(g, graph::copy_inputs(inputs), fp64);
 }
 
 std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
@@ -81,7 +75,7 @@ FailureSignature FailureOracle::classify(const graph::Graph& g, const std::vecto
   }
   IsolatedResult r = run_isolated([&] {
     std::vector<Tensor> outs;
-    if (std::optional<FailureSignature> error = pinned.run_backend(g, detached_clones(inputs), false, outs))
+    if (std::optional<FailureSignature> error = pinned.run_backend(g, graph::copy_inputs(inputs), false, outs))
       return encode_failure(*error);
     return encode_failure(pinned.compare(outs, ref));
   }, opts_.timeout_s, setup_limit_s());

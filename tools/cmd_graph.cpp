@@ -74,13 +74,6 @@ std::string summarize(const Tensor& t) {
   return out + fmt::format("  values [{}]", fmt::join(shown, ", "));
 }
 
-std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(clone(t).detach());
-  return out;
-}
-
 // `--emit torch`: the graph as a PyTorch script in the dump directory, reading the dumped inputs and
 // comparing PyTorch's eager outputs with kiln's (output_<k>.npy).
 void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
@@ -106,7 +99,7 @@ int run_run(const RunArgs& a) {
   }
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
-  std::vector<Tensor> outputs = backend(g, clones(inputs));
+  std::vector<Tensor> outputs = backend(g, graph::copy_inputs(inputs));
   fmt::print("{} ({} inputs {}, backend {}):\n", a.file, inputs.size(),
              a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir, a.backend);
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -120,7 +113,7 @@ int run_run(const RunArgs& a) {
   manual_seed(seed);
   graph::InterpretOptions fp64;
   fp64.fp64 = true;
-  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
+  std::vector<Tensor> reference = graph::run_graph(g, graph::copy_inputs(inputs), fp64);
   std::vector<Tensor> rounded;  // the reference in each output's dtype: the best answer that dtype can hold
   for (size_t i = 0; i < reference.size(); ++i) rounded.push_back(to(reference[i], outputs[i].dtype()));
   CompareVerdict verdict = compare_outputs(rounded, outputs, reference);

@@ -7,6 +7,7 @@
 
 #include "core/files.h"
 #include "eager/npy.h"
+#include "eager/loops.h"
 #include "eager/philox.h"
 #include "ops/api.h"
 
@@ -83,6 +84,34 @@ std::string input_file_name(std::string_view name) {
 
 std::string output_file_name(size_t k) { return fmt::format("output_{}.npy", k); }
 
+namespace {
+
+// Whether `strides` lay `sizes` out densely: every element at its own offset, no gaps (contiguous, permuted,
+// column-major). Expanded (stride 0) and sliced layouts are not.
+bool is_dense_layout(const Shape& sizes, const Shape& strides) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : dims) {
+    if (sizes[d] == 0) return true;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// `t` (contiguous, as generated or read from a .npy) in the layout `m` declares.
+Tensor in_declared_layout(const TensorMeta& m, Tensor t) {
+  if (m.strides == t.strides() || t.numel() == 0) return t;
+  Tensor strided = Tensor::empty_strided(m.sizes, m.strides, m.dtype);
+  copy_into(strided, t);
+  return strided;
+}
+
+}  // namespace
+
 std::vector<Tensor> seeded_inputs(const Graph& g, uint64_t seed) {
   GeneratorState saved = default_generator();
   manual_seed(seed);
@@ -99,11 +128,7 @@ std::vector<Tensor> seeded_inputs(const Graph& g, uint64_t seed) {
       int64_t bound = std::min<int64_t>(index_bound(g, id), 10);
       t = randint(0, std::max<int64_t>(bound, 1), m.sizes, m.dtype);
     }
-    if (m.strides != contiguous_strides(m.sizes) && t.numel() > 0) {
-      Tensor strided = Tensor::empty_strided(m.sizes, m.strides, m.dtype);
-      copy_(strided, t);
-      t = strided;
-    }
+    t = in_declared_layout(m, t);
     if (v.requires_grad) t.set_requires_grad(true);
     out.push_back(t);
   }
@@ -122,9 +147,25 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
     Tensor t = read_npy(path, v.meta.dtype == DType::BF16 ? std::optional<DType>(DType::BF16) : std::nullopt);
     KILN_CHECK(t.dtype() == v.meta.dtype && t.sizes() == v.meta.sizes, "inputs: {} holds {} but the graph's %{} is {}{}",
                path, t.str(), v.name, dtype_name(v.meta.dtype), shape_str(v.meta.sizes));
+    t = in_declared_layout(v.meta, t);
     if (v.requires_grad) t.set_requires_grad(true);
     out.push_back(t);
   }
+  return out;
+}
+
+Tensor layout_preserving_copy(const Tensor& t, DType dtype) {
+  NoGradGuard no_grad;
+  if (!is_dense_layout(t.sizes(), t.strides())) return to(clone(t), dtype).detach();
+  Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype);
+  copy_into(copy, t);
+  return copy;
+}
+
+std::vector<Tensor> copy_inputs(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (const Tensor& t : inputs) out.push_back(t.defined() ? layout_preserving_copy(t, t.dtype()) : t);
   return out;
 }
 

@@ -25,7 +25,16 @@ std::string input_file_name(std::string_view value_name);
 std::string output_file_name(size_t k);
 
 // One .npy per graph input, named by input_file_name (%x -> DIR/x.npy); dtypes and shapes must match the graph.
+// Each input gets the strides its graph input declares (a .npy holds values, not a layout), as seeded inputs do.
 std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir);
+
+// Detached copies of `inputs` for one run, each with its original's strides when they are dense (a permuted,
+// column-major or contiguous layout; otherwise contiguous) and storage offset 0. Every tool hands a backend
+// and its reference such copies, so ops that read the storage itself (as_strided, in-place writes through
+// views) see the same layout in both: clone() makes tensors contiguous, which as_strided can tell apart.
+std::vector<Tensor> copy_inputs(const std::vector<Tensor>& inputs);
+// One such copy, converted to `dtype` (the fp64 reference upcasts its inputs this way).
+Tensor layout_preserving_copy(const Tensor& t, DType dtype);
 void save_inputs(const Graph& g, const std::vector<Tensor>& inputs, const std::string& dir);
 
 }  // namespace kiln::graph

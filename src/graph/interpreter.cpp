@@ -4,6 +4,7 @@
 #include "graph/interpreter.h"
 
 #include "core/log.h"
+#include "graph/inputs.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 
@@ -21,7 +22,7 @@ std::string meta_str(const TensorMeta& m) { return fmt::format("{}{}", dtype_nam
 
 Tensor upcast_if_floating(const Tensor& t) {
   if (!is_floating(t.dtype()) || t.dtype() == DType::F64) return t;
-  Tensor u = to(t, DType::F64);
+  Tensor u = layout_preserving_copy(t, DType::F64);  // as_strided of an input reads its layout
   if (t.is_wrapped_number()) u.impl()->wrapped_number = true;
   return u;
 }
