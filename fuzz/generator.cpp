@@ -12,7 +12,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "fuzz/domains.h"
 #include "graph/rewrite.h"
 #include "ops/api.h"

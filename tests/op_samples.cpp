@@ -18,7 +18,7 @@
 #include <ostream>
 #include <set>
 
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/api.h"
 
 namespace kiln {

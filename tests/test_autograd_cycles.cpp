@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/api.h"
 
 using namespace kiln;

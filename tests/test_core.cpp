@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/api.h"
 #include "ops/common.h"
 

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "eager/npy.h"
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "eager/loops.h"
 #include "ops/dispatch.h"
 

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "eager/autograd.h"
-#include "eager/gradcheck.h"
+#include "autograd/autograd.h"
+#include "autograd/gradcheck.h"
 #include "eager/philox.h"
 #include "op_samples.h"
 #include "ops/api.h"

@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "eager/autograd.h"
-#include "eager/gradcheck.h"
+#include "autograd/autograd.h"
+#include "autograd/gradcheck.h"
 #include "ops/api.h"
 #include "ops/common.h"
 

@@ -9,8 +9,8 @@
 #include <limits>
 #include <random>
 
-#include "eager/autograd.h"
-#include "eager/gradcheck.h"
+#include "autograd/autograd.h"
+#include "autograd/gradcheck.h"
 #include "ops/api.h"
 #include "ops/common.h"
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <set>
 
-#include "eager/gradcheck.h"
+#include "autograd/gradcheck.h"
 #include "eager/loops.h"
 #include "ops/api.h"
 #include "ops/blas.h"

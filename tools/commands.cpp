@@ -16,7 +16,7 @@
 #include <map>
 
 #include "core/options.h"
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "eager/philox.h"

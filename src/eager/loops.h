@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "eager/tensor.h"
-#include "ops/scalar_math.h"
+#include "core/scalar_math.h"
 
 namespace kiln {
 

@@ -6,9 +6,7 @@
 #include <limits>
 
 #include "core/size_math.h"
-#include "eager/autograd.h"
-#include "ops/api.h"
-#include "ops/dispatch.h"
+#include "eager/autograd_meta.h"
 
 namespace kiln {
 
@@ -192,6 +190,13 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 }
 
 // ---------------------------------------------------------------- autograd accessors
+// Tensor::backward and Tensor::retain_grad (which need ops) are defined by the engine, src/autograd/autograd.cpp;
+// Tensor::detach (which tells a graph recorder about the alias) by the dispatcher, src/ops/dispatch.cpp.
+AutogradMeta& autograd_meta(const Tensor& t) {
+  if (!t.impl()->autograd) t.impl()->autograd = std::make_unique<AutogradMeta>();
+  return *t.impl()->autograd;
+}
+
 bool Tensor::requires_grad() const { return impl_->autograd && impl_->autograd->requires_grad; }
 
 Tensor& Tensor::set_requires_grad(bool r) {
@@ -212,32 +217,6 @@ const std::shared_ptr<Node>& Tensor::grad_fn() const {
 
 bool Tensor::is_leaf() const { return !grad_fn(); }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
-  Tensor g = gradient;
-  if (!g.defined()) {
-    KILN_CHECK(numel() == 1, "backward: a gradient can be created implicitly only for single-element outputs, "
-               "but this output is {}; pass a gradient of the same shape", str());
-    g = ones_like(*this);
-  }
-  run_backward({*this}, {g}, retain_graph, create_graph);
-}
-
-Tensor Tensor::detach() const {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = storage();
-  impl->offset = offset();
-  impl->sizes = sizes();
-  impl->strides = strides();
-  impl->dtype = dtype();
-  impl->device = device();
-  impl->wrapped_number = impl_->wrapped_number;
-  // No view_base: a detached alias has no history to rewrite, and pointing back at the source would make a
-  // cycle when autograd saves detached outputs (output -> grad_fn -> saved alias -> output).
-  Tensor alias(std::move(impl));
-  if (is_meta()) record_meta_alias(*this, alias);  // a decomposition being recorded: the same graph value
-  return alias;
-}
-
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   KILN_CHECK(requires_grad(), "register_hook: {} does not require grad, so no gradient will reach the hook", str());
   if (auto fn = grad_fn()) {
@@ -247,21 +226,6 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   } else {
     impl_->autograd->leaf_hooks.push_back(std::move(hook));
   }
-}
-
-void Tensor::retain_grad() const {
-  if (is_leaf()) return;  // leaves keep their gradient anyway
-  if (impl_->autograd->retains_grad) return;
-  impl_->autograd->retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  register_hook([weak](const Tensor& g) {
-    if (auto impl = weak.lock()) {
-      Tensor self(impl);
-      Tensor prev = self.grad();
-      self.set_grad(prev.defined() ? add(prev, g) : clone(g));
-    }
-    return Tensor();
-  });
 }
 
 // ---------------------------------------------------------------- grad mode

@@ -2,8 +2,9 @@
 // (kernel or decomposition) and the hand-off to autograd.
 #include "ops/dispatch.h"
 
+#include <utility>
+
 #include "core/size_math.h"
-#include "eager/autograd.h"
 #include "ops/storage_checks.h"
 
 namespace kiln {
@@ -180,6 +181,35 @@ void record_meta_alias(const Tensor& of, const Tensor& alias) {
   if (t_recorder) t_recorder->alias(of, alias);
 }
 
+// Defined here, not in eager/tensor.cpp, because a detached meta tensor is reported to the graph recorder.
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = storage();
+  impl->offset = offset();
+  impl->sizes = sizes();
+  impl->strides = strides();
+  impl->dtype = dtype();
+  impl->device = device();
+  impl->wrapped_number = impl_->wrapped_number;
+  // No view_base: a detached alias has no history to rewrite, and pointing back at the source would make a
+  // cycle when autograd saves detached outputs (output -> grad_fn -> saved alias -> output).
+  Tensor alias(std::move(impl));
+  if (is_meta()) record_meta_alias(*this, alias);  // a decomposition being recorded: the same graph value
+  return alias;
+}
+
+namespace {
+AutogradHook* g_autograd_hook = nullptr;  // set once during static initialisation (src/autograd/autograd.cpp)
+
+AutogradHook& autograd_hook() {
+  KILN_ASSERT(g_autograd_hook, "an op call needs autograd history but no autograd hook is installed "
+              "(src/autograd/autograd.cpp is not linked into this program)");
+  return *g_autograd_hook;
+}
+}  // namespace
+
+AutogradHook* set_autograd_hook(AutogradHook* hook) { return std::exchange(g_autograd_hook, hook); }
+
 std::vector<Tensor> dispatch(const OpCall& call) {
   const OpInfo& op = *call.op;
   if (call.any_meta()) {
@@ -207,7 +237,7 @@ std::vector<Tensor> dispatch_eager(const OpCall& call) {
   if (op.is_inplace()) {
     KILN_CHECK(op.kernel, "{}: no eager kernel registered", op.name);
     check_inplace_call(call);
-    if (needs_grad) return run_inplace_recorded(call);
+    if (needs_grad) return autograd_hook().run_inplace_recorded(call);
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
@@ -222,7 +252,7 @@ std::vector<Tensor> dispatch_eager(const OpCall& call) {
       NoGradGuard no_grad;
       outs = naming_overflows(op, [&] { return op.kernel(call); });
     }
-    if (needs_grad) record_op(call, outs);
+    if (needs_grad) autograd_hook().record_op(call, outs);
     return outs;
   }
   if (op.decomp) return op.decomp(call);  // autograd flows through the decomposition's ops

@@ -1,5 +1,6 @@
 // The dispatcher: normalises arguments against an op's schema, runs the eager kernel (or the decomposition),
-// answers shape inference for meta tensors, and records autograd history. Every op call goes through here.
+// answers shape inference for meta tensors, and hands calls that need autograd history to the installed
+// AutogradHook. Every op call goes through here.
 #pragma once
 #include <map>
 #include <string>
@@ -45,6 +46,21 @@ class ScopedMetaCallRecorder {
  private:
   MetaCallRecorder* previous_;
 };
+
+// Autograd's entry points for the dispatcher. src/ops sits below src/autograd and does not include it: the
+// engine (src/autograd/autograd.cpp) installs its hook during static initialisation, and CMakeLists.txt makes
+// every program that links libkiln link that file (the linker is told to keep `kiln_autograd_link_anchor`).
+// A call that needs history while no hook is installed is an internal error.
+class AutogradHook {
+ public:
+  virtual ~AutogradHook() = default;
+  // A differentiable op whose tensor inputs require grad ran its kernel (under no-grad): record its history.
+  virtual void record_op(const OpCall& call, std::vector<Tensor>& outputs) = 0;
+  // An in-place op whose tensor inputs require grad: run its kernel and record its history.
+  virtual std::vector<Tensor> run_inplace_recorded(const OpCall& call) = 0;
+};
+// Installs `hook` for every thread (null removes it); returns the previous one.
+AutogradHook* set_autograd_hook(AutogradHook* hook);
 
 // Capture's recording hook (src/capture): while an observer is installed on this thread, every eager
 // (non-meta) call runs as usual and is then reported with its outputs. The calls the op makes itself (its

@@ -7,7 +7,7 @@
 #include "eager/loops.h"
 #include "ops/common.h"
 #include "ops/families.h"
-#include "ops/scalar_math.h"
+#include "core/scalar_math.h"
 
 namespace kiln {
 namespace {

@@ -30,7 +30,7 @@ Value* ScalarEmitter::cast(Value* v, DType from, DType to) {
   return cx_.b.CreateIntCast(v, t, !is_unsigned(from));
 }
 
-// A float converted to integer type `to` as eager's float_to_int (ops/scalar_math.h): truncated by the 64-bit
+// A float converted to integer type `to` as eager's float_to_int (core/scalar_math.h): truncated by the 64-bit
 // (i64) or 32-bit (narrower types) conversion, whose minimum NaN and out-of-range values give, narrower types
 // keeping the low bits. The compares are exact for both source types (-2^31 - 1 is a double; no float lies
 // strictly between it and -2^31). x86's cvtt instructions compute exactly this, and the backend folds the

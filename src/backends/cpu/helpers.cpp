@@ -1,12 +1,12 @@
 // Runtime helpers called from generated kernels (see helpers.h): the eager kernels' scalar rules
-// (src/ops/scalar_math.h); a zero integer divisor sets the status word instead of trapping.
+// (src/core/scalar_math.h); a zero integer divisor sets the status word instead of trapping.
 #include "backends/cpu/helpers.h"
 
 #include <atomic>
 #include <cmath>
 #include <limits>
 
-#include "ops/scalar_math.h"
+#include "core/scalar_math.h"
 #include "backends/cpu/jit.h"
 
 namespace {

@@ -1,11 +1,11 @@
 // Finite-difference gradient checking (like torch.autograd.gradcheck, with random output projections so the
 // cost is one backward plus two forwards per input element).
-#include "eager/gradcheck.h"
+#include "autograd/gradcheck.h"
 
 #include <cmath>
 #include <random>
 
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 #include "ops/api.h"
 
 namespace kiln {

@@ -1,7 +1,7 @@
 // Scalar arithmetic with PyTorch's exact semantics where C++ differs or traps: wrapping negation, integer
 // division rounded toward zero or -inf, Python's remainder and floor division of floats (on the exact fmod),
 // float-to-integer conversion, integer powers. One place for these rules: the eager kernels (src/ops/, through
-// eager/loops.h) and the compiled kernels' runtime helpers (src/runtime/helpers.cpp) both use them.
+// eager/loops.h) and the compiled kernels' runtime helpers (src/backends/cpu/helpers.cpp) both use them.
 // Integer divisors must be non-zero (callers check).
 #pragma once
 #include <cmath>

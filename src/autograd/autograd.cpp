@@ -1,7 +1,7 @@
 // The eager autograd engine. Recording: each differentiable op call with an input that requires grad becomes
 // an OpNode that saves the call and runs the op's VJP in backward. Execution: nodes run in reverse creation
 // order once all their gradient inputs are in (a dependency count over the reachable graph).
-#include "eager/autograd.h"
+#include "autograd/autograd.h"
 
 #include <map>
 #include <queue>
@@ -199,11 +199,6 @@ std::shared_ptr<Node> make_op_node(const OpCall& call, const std::vector<Tensor>
 }
 
 }  // namespace
-
-AutogradMeta& autograd_meta(const Tensor& t) {
-  if (!t.impl()->autograd) t.impl()->autograd = std::make_unique<AutogradMeta>();
-  return *t.impl()->autograd;
-}
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.impl()->autograd) return {};
@@ -421,4 +416,45 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return task.captured;
 }
 
+// ---------------------------------------------------------------- Tensor members that need ops
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  Tensor g = gradient;
+  if (!g.defined()) {
+    KILN_CHECK(numel() == 1, "backward: a gradient can be created implicitly only for single-element outputs, "
+               "but this output is {}; pass a gradient of the same shape", str());
+    g = ones_like(*this);
+  }
+  run_backward({*this}, {g}, retain_graph, create_graph);
+}
+
+void Tensor::retain_grad() const {
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  if (impl_->autograd->retains_grad) return;
+  impl_->autograd->retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_;
+  register_hook([weak](const Tensor& g) {
+    if (auto impl = weak.lock()) {
+      Tensor self(impl);
+      Tensor prev = self.grad();
+      self.set_grad(prev.defined() ? add(prev, g) : clone(g));
+    }
+    return Tensor();
+  });
+}
+
+// ---------------------------------------------------------------- the dispatcher's hook
+namespace {
+class EngineHook final : public AutogradHook {
+ public:
+  void record_op(const OpCall& call, std::vector<Tensor>& outputs) override { kiln::record_op(call, outputs); }
+  std::vector<Tensor> run_inplace_recorded(const OpCall& call) override { return kiln::run_inplace_recorded(call); }
+};
+EngineHook g_engine_hook;
+[[maybe_unused]] const bool g_engine_hook_installed = (set_autograd_hook(&g_engine_hook), true);
+}  // namespace
+
 }  // namespace kiln
+
+// CMakeLists.txt tells the linker to keep this symbol, so every program linking libkiln links this file and
+// the dispatcher's hook above is installed (a static library would otherwise drop an unreferenced object).
+extern "C" const int kiln_autograd_link_anchor = 0;
