@@ -3,6 +3,7 @@
 #include "graph/compare.h"
 
 #include <cmath>
+#include <optional>
 
 #include "ops/api.h"
 
@@ -26,7 +27,9 @@ double rmse_multiplier(DType dt, int64_t numel, double tol) {
   return 2.0;
 }
 
-OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Tensor& fp64, const CompareOptions& o) {
+// The verdict when the two outputs cannot be compared element by element (an undefined output, another shape,
+// another dtype, or a non-float output the options ignore); nullopt when they can.
+std::optional<OutputVerdict> structural_verdict(const Tensor& expected, const Tensor& actual, const CompareOptions& o) {
   OutputVerdict v;
   v.numel = actual.defined() ? actual.numel() : 0;
   if (!expected.defined() || !actual.defined()) {
@@ -41,8 +44,7 @@ OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Te
     v.detail = fmt::format("shape {} vs {}", shape_str(expected.sizes()), shape_str(actual.sizes()));
     return v;
   }
-  bool float_out = is_floating(expected.dtype());
-  if (!float_out && o.ignore_non_float) {
+  if (!is_floating(expected.dtype()) && o.ignore_non_float) {
     v.rule = "ignored";
     return v;
   }
@@ -52,7 +54,13 @@ OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Te
     v.detail = fmt::format("dtype {} vs {}", dtype_name(expected.dtype()), dtype_name(actual.dtype()));
     return v;
   }
-  std::vector<double> e = expected.to_double_vector(), a = actual.to_double_vector();
+  return std::nullopt;
+}
+
+// Element by element: the largest absolute and relative errors, where the worst one is, and how many elements
+// lie outside allclose's tolerance (non-float outputs: any difference).
+void count_mismatches(const std::vector<double>& e, const std::vector<double>& a, bool float_out,
+                      const CompareOptions& o, OutputVerdict& v) {
   for (size_t i = 0; i < e.size(); ++i) {
     bool both_nan = std::isnan(e[i]) && std::isnan(a[i]);
     bool same_inf = std::isinf(e[i]) && e[i] == a[i];
@@ -70,22 +78,12 @@ OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Te
     if (both_nan && !o.equal_nan) err = INFINITY;
     if (err > allowed) ++v.mismatched;
   }
-  if (!float_out) {
-    v.rule = "exact";
-    v.ok = v.mismatched == 0;
-    return v;
-  }
-  if (v.mismatched == 0) {
-    v.rule = "allclose";
-    return v;
-  }
-  if (!fp64.defined()) {
-    v.ok = false;
-    v.rule = "allclose";
-    v.detail = "no fp64 reference to apply the RMSE rule";
-    return v;
-  }
-  std::vector<double> r = fp64.to_double_vector();
+}
+
+// The fp64 rule for a float output allclose refused: NaN positions first, then the RMSE of compiled against
+// fp64 within the multiplier of eager's.
+void judge_against_fp64(const std::vector<double>& e, const std::vector<double>& a, const std::vector<double>& r,
+                        DType dtype, const CompareOptions& o, OutputVerdict& v) {
   // NaN positions first, element by element: compiled must keep every NaN eager and fp64 agree on and add none
   // that neither has; where only eager has a NaN (eager's problem, not the compiler's), compiled must be near
   // fp64. A NaN in one element must not hide the others: the RMSE rule then runs over the elements without a
@@ -114,19 +112,40 @@ OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Te
                : added ? fmt::format("{} NaN(s) in compiled where eager and fp64 have numbers", added)
                : far_from_fp64 ? "eager has NaN; compiled is far from fp64"
                                : "NaNs agree but equal_nan is off";
-    return v;
+    return;
   }
   v.rmse_expected = rmse(rc, ec);
   v.rmse_actual = rmse(rc, ac);
-  v.multiplier = rmse_multiplier(actual.dtype(), v.numel, o.tol);
+  v.multiplier = rmse_multiplier(dtype, v.numel, o.tol);
   v.rmse_slack = o.tol / 10.0;
   if (eager_only && v.rmse_actual <= v.rmse_allowed()) {
     v.rule = "nan";
     v.detail = "eager has NaN; compiled matches the fp64 reference";
-    return v;
+    return;
   }
   v.rule = "rmse";
   v.ok = v.rmse_actual <= v.rmse_allowed();
+}
+
+OutputVerdict compare_one(const Tensor& expected, const Tensor& actual, const Tensor& fp64, const CompareOptions& o) {
+  if (std::optional<OutputVerdict> structural = structural_verdict(expected, actual, o)) return *structural;
+  OutputVerdict v;
+  v.numel = actual.numel();
+  const bool float_out = is_floating(expected.dtype());
+  const std::vector<double> e = expected.to_double_vector(), a = actual.to_double_vector();
+  count_mismatches(e, a, float_out, o, v);
+  if (!float_out) {
+    v.rule = "exact";
+    v.ok = v.mismatched == 0;
+  } else if (v.mismatched == 0) {
+    v.rule = "allclose";
+  } else if (!fp64.defined()) {
+    v.ok = false;
+    v.rule = "allclose";
+    v.detail = "no fp64 reference to apply the RMSE rule";
+  } else {
+    judge_against_fp64(e, a, fp64.to_double_vector(), actual.dtype(), o, v);
+  }
   return v;
 }
 

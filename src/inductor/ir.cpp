@@ -379,8 +379,8 @@ SExpr s_fail(const SExpr& x, int64_t code) {
 }
 
 namespace {
-// Why kLibmCallCost is 24: a vectorised libm call (glibc's libmvec expf on 8 lanes, measured on the development
-// machine) takes about as long as 20-30 adds on the same lanes; inline polynomials (exp_f32) are ~20 ops.
+// Why kLibmCallCost is 24: a vectorised libm call takes about as long as that many adds on the same lanes
+// (docs/benchmarks.md, "Figures behind code comments"); inline polynomials (exp_f32) are ~20 ops.
 int sop_cost(SOp op) {
   switch (op) {
     case SOp::Const: case SOp::IndexValue: return 0;

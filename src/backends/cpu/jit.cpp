@@ -306,8 +306,8 @@ struct KernelJit::Impl {
   // atan, atan2, expm1, log1p, log2, exp2: without these entries a tanh or a GELU ran one scalar call per lane)
   // and AVX-512 variants of all of them. Each entry is added only when the library exports it and the host
   // has the variant's ISA. On an AVX-512 host kernels also prefer 512-bit vectors (LLVM's default for these
-  // CPUs is 256): chain100 (sin, tanh, sigmoid, cos on 1M f32) runs twice as fast on one thread (62 -> 31 ms on
-  // the development machine's Ice Lake), memory-bound kernels are unchanged.
+  // CPUs is 256): compute-bound kernels (chain100's sin, tanh, sigmoid, cos) gain, memory-bound ones are
+  // unchanged (the figure: docs/benchmarks.md, "Figures behind code comments").
   void add_vector_math_variants(void* libmvec) {
     const llvm::StringRef features = tm->getTargetFeatureString();
     const bool avx2 = features.contains("+avx2");

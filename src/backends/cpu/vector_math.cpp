@@ -38,8 +38,8 @@ llvm::Value* expf_body(llvm::IRBuilderBase& b, llvm::Value* x) {
   // n by the shifter S = 1.5 * 2^23: fma(x, 1/ln2, S) rounds the exact product to an integer (|x / ln2| < 2^22
   // after the clamps) and subtracting S gives that integer back exactly; NaN stays NaN. Two vector operations
   // where a multiply and vrndscaleps take three micro-ops (vrndscaleps is two, both on port 0, which vscalefps
-  // also needs): one micro-op fewer a vector, two fewer on port 0 (softmax 4096x4096 on the 2-core VM: faster
-  // in each of four alternating pairs, 4.1-5.3 ms against 4.7-6.0; docs/benchmarks.md).
+  // also needs): one micro-op fewer a vector, two fewer on port 0 (softmax 4096x4096 ran faster in every
+  // alternating pair; the figure: docs/benchmarks.md, "Figures behind code comments").
   llvm::Value* n = b.CreateFSub(fma(x, c(0x1.715476p+0f), c(0x1.8p23f)), c(0x1.8p23f));
   llvm::Value* r = fma(n, c(-0x1.62e4p-1f), x);
   r = fma(n, c(-0x1.7f7d1cp-20f), r);
