@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 
+#include "core/files.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
@@ -183,7 +184,7 @@ class Loop {
   explicit Loop(const FuzzOptions& o) : o_(o), start_(std::chrono::steady_clock::now()) {}
 
   FuzzSummary run() {
-    if (!o_.out_dir.empty()) std::filesystem::create_directories(o_.out_dir);
+    if (!o_.out_dir.empty()) create_output_directory(o_.out_dir);
     const uint64_t round = uint64_t(std::max(1, o_.check.jobs) * batch_size(o_.check) / 2 + 1);
     uint64_t next = o_.first_index;
     while (!done(next)) {

@@ -31,11 +31,7 @@ struct FuzzArgs {
 // --out must be a directory kiln can create or write into, checked before the run starts.
 void check_out_dir(const std::string& dir) {
   if (dir.empty()) return;
-  std::error_code ec;
-  KILN_CHECK(!std::filesystem::exists(dir, ec) || std::filesystem::is_directory(dir, ec),
-             "--out {}: exists and is not a directory; expected a directory for the findings' repro files", dir);
-  std::filesystem::create_directories(dir, ec);
-  KILN_CHECK(!ec, "--out {}: cannot create the directory: {}", dir, ec.message());
+  create_output_directory(dir);
   check_output_path(dir + "/summary.json");
 }
 

@@ -170,8 +170,9 @@ void check_output_path(const std::string& path) {
 void create_output_directory(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
+  const bool not_a_directory = fs::exists(dir) && !fs::is_directory(dir);
   KILN_CHECK(fs::is_directory(dir), "{}: cannot use it as an output directory ({}); name a directory or a path "
-             "that does not exist yet", dir, ec ? ec.message() : "it exists and is not a directory");
+             "that does not exist yet", dir, not_a_directory || !ec ? "it exists and is not a directory" : ec.message());
 }
 
 OutputLock::OutputLock(const std::string& output) : lock_path_(output + ".lock") {
