@@ -33,7 +33,8 @@ const std::map<std::string, std::set<std::string>> kLayerDeps = {
     {"graph", {"ops"}},                 // IR, .kir, verifier, interpreter, passes
     {"inductor", {"graph"}},            // target-neutral lowering and scheduling
     {"backends", {"inductor"}},         // CPU (LLVM) and CUDA code generation
-    {"api", {"inductor", "autograd"}},  // kiln::compile, the backend registry
+    {"aot", {"graph", "autograd"}},     // AOT autograd: joint graph, functionalization, partitioners
+    {"api", {"inductor", "autograd", "aot"}},  // kiln::compile, the backend registry
     {"capture", {"graph", "api"}},      // tracing C++ functions into graphs
 };
 
