@@ -35,6 +35,7 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"guards", "capture: the guards of each new trace of a compiled function"},
     {"graph_code", "capture: each captured graph as .kir"},
     {"capture", "capture: one line per recorded op (function, graph, op)"},
+    {"partitioner", "aot: each save or recompute decision of the forward/backward partitioners, and why"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

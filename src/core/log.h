@@ -29,6 +29,7 @@ enum class LogChannel : uint8_t {
   Guards,       // capture: the guards of each new trace
   GraphCode,    // capture: each captured graph as .kir
   Capture,      // capture: one line per recorded op
+  Partitioner,  // aot: each save/recompute decision of the partitioners and its reason
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);
