@@ -93,18 +93,17 @@ JointRegions classify_joint(const Graph& joint, const JointLayout& layout) {
   for (const Node& node : joint.nodes())
     if (graph::is_random_node(node) && !tangent_dependent[size_t(node.outputs[0])])
       forward_roots.insert(forward_roots.end(), node.outputs.begin(), node.outputs.end());
-  std::vector<char> forward = ancestors(joint, forward_roots, std::vector<char>(n, 0));
-  for (size_t id = 0; id < n; ++id) {
-    if (!forward[id] || r.of_value[id] != JointRegion::Unclaimed) {
-      if (forward[id] && tangent_dependent[id])
-        throw Error(fmt::format("joint graph '{}': forward output {} depends on tangent input(s); the forward "
-                                "outputs of a joint graph must be computable from the primals alone (are "
-                                "num_primals and num_forward_outputs right?)",
-                                joint.name, "%" + joint.value(ValueId(id)).name));
-      continue;
-    }
-    r.of_value[id] = JointRegion::Forward;
+  for (int k = 0; k < layout.num_forward_outputs; ++k) {
+    ValueId out = joint.outputs()[size_t(k)];
+    if (tangent_dependent[size_t(out)])
+      throw Error(fmt::format("joint graph '{}': forward output {} depends on tangent input(s); the forward outputs "
+                              "of a joint graph must be computable from the primals alone (are num_primals and "
+                              "num_forward_outputs right?)",
+                              joint.name, "%" + joint.value(out).name));
   }
+  std::vector<char> forward = ancestors(joint, forward_roots, std::vector<char>(n, 0));
+  for (size_t id = 0; id < n; ++id)
+    if (forward[id] && r.of_value[id] == JointRegion::Unclaimed) r.of_value[id] = JointRegion::Forward;
   // A gradient that the primals alone compute, and the forward does not, is backward work (functorch adds
   // the backward outputs to its required backward nodes).
   for (size_t i = size_t(layout.num_forward_outputs); i < joint.outputs().size(); ++i) {
