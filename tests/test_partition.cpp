@@ -126,6 +126,16 @@ constexpr std::string_view kSliceSquare = R"(graph slice_square(%primals_1: f32[
   return %y, %dx
 })";
 
+// Two halves of the input: the forward uses one, the backward reads the other.
+constexpr std::string_view kChunked = R"(graph chunked(%primals_1: f32[8], %tangents_1: f32[4]) {
+  %a, %b = chunk(%primals_1, 2)
+  %y = mul(%a, 3.0)
+  %tb = mul(%tangents_1, %b)
+  %da = mul(%tangents_1, 3.0)
+  %dx = cat([%da, %tb], 0)
+  return %y, %dx
+})";
+
 constexpr JointLayout kOneInOneOut{.num_primals = 1, .num_forward_outputs = 1};
 
 // The saved values of a partition: the forward's outputs after the forward outputs, by name; checks that the
@@ -285,6 +295,37 @@ TEST(Partition, MinCutFallsBackToTheDefaultWhenTheCutWouldSaveMoreBytes) {
   EXPECT_EQ(b.min_cut.decisions[0].reason,
             "the min cut would save 256 bytes, more than the default partition's 192: the default's saved values "
             "are used");
+}
+
+// Regression: a node with several outputs runs whole. Its output that only the backward reads is a forward
+// value (saved by the default partitioner), not backward work that would need the unsaved input.
+TEST(Partition, MultiOutputNodesRunWhole) {
+  Both b = partition_both(kChunked, kOneInOneOut);
+  EXPECT_EQ(saved_names(b.save_needed, kOneInOneOut), Names{"b"});
+  EXPECT_EQ(saved_names(b.min_cut, kOneInOneOut), Names{"b"});
+}
+
+// When one output of a multi-output node is saved and another is recomputed, the backward's copy of the node
+// names the saved one afresh and keeps reading the saved input.
+TEST(Partition, RecomputingANodeWithASavedOutputKeepsTheSavedValue) {
+  Graph joint = parse_graph(R"(graph halves(%primals_1: f32[8], %tangents_1: f32[4]) {
+  %a, %b = chunk(%primals_1, 2)
+  %y = mul(%a, %b)
+  %ta = mul(%tangents_1, %a)
+  %tb = mul(%tangents_1, %b)
+  %dx = cat([%tb, %ta], 0)
+  return %y, %dx
+})", "joint.kir");
+  aot::JointRegions regions = aot::classify_joint(joint, kOneInOneOut);
+  auto reason = [](ValueId) { return std::string("chosen by the test"); };
+  Partition p = aot::build_partition(joint, kOneInOneOut, regions, {*joint.find_value("a"), *joint.find_value("primals_1")},
+                                     reason, reason, "test");
+  EXPECT_EQ(saved_names(p, kOneInOneOut), (Names{"primals_1", "a"}));
+  EXPECT_EQ(recomputed_names(p), Names{"b"});
+  EXPECT_NO_THROW(verify_graph(p.backward, "backward.kir"));
+  EXPECT_NE(print_graph(p.backward).find("%a.1, %b = chunk(%primals_1, 2)"), std::string::npos) << print_graph(p.backward);
+  EXPECT_NE(print_graph(p.backward).find("%ta = mul(%tangents_1, %a)"), std::string::npos) << print_graph(p.backward);
+  EXPECT_EQ(mismatch_against_joint(joint, kOneInOneOut, p), "");
 }
 
 TEST(Partition, EveryDecisionIsLoggedWithItsReason) {

@@ -102,8 +102,12 @@ JointRegions classify_joint(const Graph& joint, const JointLayout& layout) {
                               joint.name, "%" + joint.value(out).name));
   }
   std::vector<char> forward = ancestors(joint, forward_roots, std::vector<char>(n, 0));
-  for (size_t id = 0; id < n; ++id)
-    if (forward[id] && r.of_value[id] == JointRegion::Unclaimed) r.of_value[id] = JointRegion::Forward;
+  for (const Node& node : joint.nodes()) {  // a node runs whole: all its outputs are forward if one is
+    bool any = false;
+    for (ValueId o : node.outputs) any = any || forward[size_t(o)];
+    for (ValueId o : node.outputs)
+      if (any && r.of_value[size_t(o)] == JointRegion::Unclaimed) r.of_value[size_t(o)] = JointRegion::Forward;
+  }
   // A gradient that the primals alone compute, and the forward does not, is backward work (functorch adds
   // the backward outputs to its required backward nodes).
   for (size_t i = size_t(layout.num_forward_outputs); i < joint.outputs().size(); ++i) {
@@ -176,6 +180,15 @@ namespace {
 
 std::string value_label(const Graph& g, ValueId id) { return "%" + g.value(id).name; }
 
+// `hint` with the first free suffix .1, .2, ...: a name neither graph has (the joint's values are copied into
+// `out` later under their own names).
+std::string name_in_neither(const Graph& joint, const Graph& out, const std::string& hint) {
+  for (int i = 1;; ++i) {
+    std::string name = fmt::format("{}.{}", hint, i);
+    if (!joint.find_value(name) && !out.find_value(name)) return name;
+  }
+}
+
 // Copies `n` into the backward, keeping the saved inputs that stand for some of its outputs: those outputs
 // get fresh names in the copy and stay mapped to the saved inputs.
 void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::vector<char>& saved) {
@@ -191,7 +204,7 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
   std::vector<TensorMeta> metas;
   for (ValueId o : n.outputs) {
     const std::string& name = c.src().value(o).name;
-    names.push_back(saved[size_t(o)] ? c.out().fresh_name(name) : name);
+    names.push_back(saved[size_t(o)] ? name_in_neither(c.src(), c.out(), name) : name);
     metas.push_back(c.src().value(o).meta);
   }
   std::vector<ValueId> outs = c.out().add_op(n.op, std::move(args), names, metas);
