@@ -243,9 +243,13 @@ TEST_F(CliTest, EveryLogChannelPrints) {
       {"interpreter", "kiln run " + example("softmax.kir")}, {"graph_breaks", capture_demo},
       {"recompiles", capture_demo}, {"recompiles_verbose", capture_demo}, {"guards", capture_demo},
       {"graph_code", capture_demo}, {"capture", capture_demo},
+      // No command partitions a joint graph yet (`kiln aot`, the aot backends: issue 16); until one does, its
+      // lines are checked by tests/test_partition.cpp (Partition.EveryDecisionIsLoggedWithItsReason).
+      {"partitioner", ""},
   };
   for (const std::string& c : channels) {
     auto it = producer.find(c);
+    if (it != producer.end() && it->second.empty()) continue;
     std::string cmd = it != producer.end() ? it->second : "kiln run " + example("softmax.kir") + " --backend inductor";
     CliResult r = shell(cmd, "KILN_LOGS=" + c + cache);
     EXPECT_EQ(r.exit_code, 0) << c << ": " << r.output;

@@ -8,11 +8,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
 #include <cmath>
 #include <limits>
 #include <optional>
+
+// Boost 1.74's adjacency list trips GCC 12's -Wmaybe-uninitialized inside its own headers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#pragma GCC diagnostic pop
 
 #include "aot/partition_impl.h"
 #include "core/error.h"
@@ -97,11 +102,10 @@ constexpr int kNoBackwardUse = 1000000000;
 
 class MinCutModel {
  public:
-  MinCutModel(const Graph& joint, const JointLayout& layout, const JointRegions& regions, const MinCutOptions& opts)
+  MinCutModel(const Graph& joint, const JointRegions& regions, const MinCutOptions& opts)
       : joint_(joint), regions_(regions), opts_(opts), users_(joint.users()),
         is_output_(size_t(joint.num_values()), 0), dist_(size_t(joint.num_values()), 0) {
     for (ValueId id : joint.outputs()) is_output_[size_t(id)] = 1;
-    (void)layout;
     compute_distances();
   }
 
@@ -227,7 +231,7 @@ FlowNetwork build_network(const Graph& joint, const JointLayout& layout, const J
 
 Partition partition_min_cut(const Graph& joint, const JointLayout& layout, const MinCutOptions& options) {
   JointRegions regions = classify_joint(joint, layout);
-  MinCutModel model(joint, layout, regions, options);
+  MinCutModel model(joint, regions, options);
   std::vector<char> source_side = build_network(joint, layout, regions, model).min_cut_source_side();
   std::vector<ValueId> saved;
   int64_t cut_bytes = 0;
