@@ -113,7 +113,6 @@ class MinCutModel {
     int producer = joint_.value(v).producer;
     return producer < 0 ? RecomputeClass::View : recompute_class(joint_.nodes()[size_t(producer)]);
   }
-  int dist_from_backward(ValueId v) const { return dist_[size_t(v)]; }
 
   // Materialised: a graph input, a graph output, or read by a node it cannot fuse into.
   bool materialized(ValueId v) const {
