@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace kiln::importer {
@@ -43,7 +45,7 @@ AtenNode::AtenNode(const json& node, std::string target, graph::Graph& g,
                    const std::function<ValueId(const std::string&)>& value_of, std::vector<std::string> output_names)
     : node_(node), target_(std::move(target)), g_(g), value_of_(value_of), output_names_(std::move(output_names)) {}
 
-void AtenNode::unsupported(const std::string& why) const { fail("{}: {}", target_, why); }
+void AtenNode::unsupported(const std::string& why) const { fail("{}", why); }  // add_node names the node
 
 bool AtenNode::has(std::string_view name) const {
   for (const json& in : node_.at("inputs"))
@@ -395,6 +397,127 @@ void add_nn(Rows& r) {
   r["mse_loss.default"] = same("mse_loss");
 }
 
+
+graph::TensorArg as_arg(ValueId id) { return graph::TensorArg{id}; }
+ValueId id_of(const Arg& a) { return std::get<graph::TensorArg>(a).id; }
+Arg number(AtenNode& n, std::string_view name, double fallback) {
+  if (!n.has(name)) return Scalar(fallback);
+  ArgSpec spec;
+  spec.type = ArgType::Scalar;
+  return n.convert(name, n.arg(name), spec);
+}
+
+// Core ATen ops kiln has no row for, written with kiln ops (`--decompose core`), or renamed rows.
+void add_core_compositions(Rows& r) {
+  auto one = [](auto f) { return AtenRow{[f](AtenNode& n) { return std::vector<ValueId>{f(n)}; }, true}; };
+  std::vector<std::string> random_ignored = kPlacement;
+  random_ignored.push_back("generator");
+  r["rand.default"] = same("rand", {}, random_ignored);
+  r["randn.default"] = same("randn", {}, random_ignored);
+  r["empty.memory_format"] = same("zeros", {}, kPlacement);  // any values are valid for empty: zeros
+  r["empty_strided.default"] = same("zeros", {}, {"stride", "layout", "device", "pin_memory"});
+  r["scalar_tensor.default"] = {[](AtenNode& n) {
+    std::vector<std::pair<std::string, Arg>> args = {{"size", IntList{}}, {"fill_value", number(n, "s", 0)}};
+    ArgSpec dtype;
+    dtype.type = ArgType::DType;
+    args.emplace_back("dtype", n.has("dtype") ? n.convert("dtype", n.arg("dtype"), dtype) : Arg(DType::F32));
+    return std::vector<ValueId>{n.emit1("full", args)};
+  }};
+  r["fill.Scalar"] = same("full_like", {{"value", "fill_value"}});
+  r["pow.Scalar"] = same("pow");
+  r["hardtanh.default"] = one([](AtenNode& n) {
+    return n.emit1("clamp", {{"self", n.tensor("self")}, {"min", number(n, "min_val", -1)}, {"max", number(n, "max_val", 1)}});
+  });
+  r["hardtanh.default"].decomposes = false;
+  r["var.dim"] = one([](AtenNode& n) {
+    return n.emit1("var", {{"self", n.tensor("self")}, {"dim", IntList(n.ints_or("dim", {}))},
+                           {"correction", Scalar(int64_t(n.bool_or("unbiased", true) ? 1 : 0))},
+                           {"keepdim", Scalar(n.bool_or("keepdim", false))}});
+  });
+  r["log10.default"] = one([](AtenNode& n) {
+    return n.emit1("div", {{"self", as_arg(n.emit1("log", {{"self", n.tensor("self")}}))}, {"other", Scalar(std::log(10.0))}});
+  });
+  r["leaky_relu.default"] = one([](AtenNode& n) {  // where(x > 0, x, x * slope)
+    Arg x = n.tensor("self");
+    ValueId pos = n.emit1("gt", {{"self", x}, {"other", Scalar(0.0)}});
+    ValueId neg = n.emit1("mul", {{"self", x}, {"other", number(n, "negative_slope", 0.01)}});
+    return n.emit1("where", {{"condition", as_arg(pos)}, {"self", x}, {"other", as_arg(neg)}});
+  });
+  r["elu.default"] = one([](AtenNode& n) {  // where(x > 0, x*scale, (exp(x*input_scale) - 1) * alpha*scale)
+    Arg x = n.tensor("self");
+    Arg alpha = number(n, "alpha", 1), scale = number(n, "scale", 1), input_scale = number(n, "input_scale", 1);
+    ValueId pos = n.emit1("gt", {{"self", x}, {"other", Scalar(0.0)}});
+    ValueId e = n.emit1("expm1", {{"self", as_arg(n.emit1("mul", {{"self", x}, {"other", input_scale}}))}});
+    ValueId neg = n.emit1("mul", {{"self", as_arg(n.emit1("mul", {{"self", as_arg(e)}, {"other", alpha}}))}, {"other", scale}});
+    ValueId p = n.emit1("mul", {{"self", x}, {"other", scale}});
+    return n.emit1("where", {{"condition", as_arg(pos)}, {"self", as_arg(p)}, {"other", as_arg(neg)}});
+  });
+  auto via_log = [one](const char* inner_op, double sign) {  // asinh: log(x + sqrt(x^2 + 1)), acosh: -1
+    return one([inner_op, sign](AtenNode& n) {
+      Arg x = n.tensor("self");
+      ValueId sq = n.emit1("add", {{"self", as_arg(n.emit1("mul", {{"self", x}, {"other", x}}))}, {"other", Scalar(sign)}});
+      ValueId inner = n.emit1(inner_op, {{"self", x}, {"other", as_arg(n.emit1("sqrt", {{"self", as_arg(sq)}}))}});
+      return n.emit1("log", {{"self", as_arg(inner)}});
+    });
+  };
+  r["asinh.default"] = via_log("add", 1.0);
+  r["acosh.default"] = via_log("add", -1.0);
+  r["atanh.default"] = one([](AtenNode& n) {  // 0.5 * (log1p(x) - log1p(-x))
+    Arg x = n.tensor("self");
+    ValueId a = n.emit1("log1p", {{"self", x}});
+    ValueId b = n.emit1("log1p", {{"self", as_arg(n.emit1("neg", {{"self", x}}))}});
+    return n.emit1("mul", {{"self", as_arg(n.emit1("sub", {{"self", as_arg(a)}, {"other", as_arg(b)}}))}, {"other", Scalar(0.5)}});
+  });
+  r["clamp.Tensor"] = one([](AtenNode& n) {
+    ValueId v = id_of(n.tensor("self"));
+    if (n.has("min")) v = n.emit1("maximum", {{"self", as_arg(v)}, {"other", n.tensor("min")}});
+    if (n.has("max")) v = n.emit1("minimum", {{"self", as_arg(v)}, {"other", n.tensor("max")}});
+    return v;
+  });
+  r["bitwise_not.default"] = one([](AtenNode& n) {
+    Arg x = n.tensor("self");
+    if (n.graph().value(id_of(x)).meta.dtype == DType::Bool) return n.emit1("logical_not", {{"self", x}});
+    return n.emit1("bitwise_xor", {{"self", x}, {"other", Scalar(int64_t(-1))}});
+  });
+  for (const char* which : {"max", "min"}) {
+    r[std::string(which) + ".dim"] = {[which](AtenNode& n) {  // (values, indices)
+      std::vector<std::pair<std::string, Arg>> args = {{"self", n.tensor("self")}, {"dim", Scalar(n.int_or("dim", 0))},
+                                                       {"keepdim", Scalar(n.bool_or("keepdim", false))}};
+      ValueId indices = n.emit1(std::string("arg") + which, args);
+      args[1].second = IntList{n.int_or("dim", 0)};
+      ValueId values = n.emit1(std::string("a") + which, args);
+      return std::vector<ValueId>{values, indices};
+    }, true};
+  }
+  r["native_dropout.default"] = {[](AtenNode& n) {  // (output, mask): the mask is not computed
+    bool train = n.has("train") && n.bool_or("train", false);
+    ValueId out = n.emit1("dropout", {{"input", n.tensor("input")}, {"p", number(n, "p", 0.5)}, {"train", Scalar(train)}});
+    return std::vector<ValueId>{out, graph::kNoValue};
+  }};
+  for (const char* op : {"reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad2d",
+                         "replication_pad3d"}) {
+    std::string mode = std::string(op).rfind("reflection", 0) == 0 ? "reflect" : "replicate";
+    r[std::string(op) + ".default"] = {[mode](AtenNode& n) {
+      return std::vector<ValueId>{n.emit1("pad", {{"self", n.tensor("self")}, {"pad", IntList(n.ints_or("padding", {}))},
+                                                  {"mode", mode}})};
+    }};
+  }
+  r["_adaptive_avg_pool2d.default"] = {[](AtenNode& n) {
+    // An average pool with kernel = stride = input / output size, where the output size divides the input's.
+    const Shape& in = n.graph().value(id_of(n.tensor("self"))).meta.sizes;
+    std::vector<int64_t> out = n.ints_or("output_size", {});
+    require(n, in.size() >= 2 && out.size() == 2, "expects a 2-element output_size");
+    IntList kernel;
+    for (size_t d = 0; d < 2; ++d) {
+      int64_t i = in[in.size() - 2 + d];
+      require(n, out[d] > 0 && i % out[d] == 0, fmt::format("output size {} does not divide input size {} (kiln "
+                                                            "maps adaptive pooling to avg_pool2d)", out[d], i));
+      kernel.push_back(i / out[d]);
+    }
+    return std::vector<ValueId>{n.emit1("avg_pool2d", {{"self", n.tensor("self")}, {"kernel_size", kernel}, {"stride", kernel}})};
+  }};
+}
+
 }  // namespace
 
 const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
@@ -405,6 +528,7 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_shapes(r);
     add_indexing_and_creation(r);
     add_nn(r);
+    add_core_compositions(r);
     return r;
   }();
   return rows;
