@@ -181,4 +181,66 @@ TEST_F(ImportOps, AdaptiveAvgPoolWhereTheOutputDividesTheInputElseANamedRefusal)
                           "size 3 does not divide input size 4"), std::string::npos) << r.output;
 }
 
+TEST_F(ImportOps, FmodFollowsTheSignOfTheDividend) {
+  expect_unary("torch.ops.aten.fmod.Scalar", {-7.5f, -1.0f, 0.0f, 2.5f, 7.0f}, {{"other", {{"as_float", 2.0}}}},
+               [](double x) { return std::fmod(x, 2.0); });
+}
+
+TEST_F(ImportOps, GroupNormNormalisesEachGroupThenAppliesTheChannelAffine) {
+  // N=1, C=4, 1x2 spatial, 2 groups: group 0 = channels 0-1 = {0, 1, 2, 3}, group 1 = {10, 10, 10, 14}.
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({0, 1, 2, 3, 10, 10, 10, 14}, {1, 4, 1, 2});
+  kiln::Tensor w = kiln::Tensor::from_vector<float>({1, 2, 1, 1}, {4});
+  kiln::Tensor b = kiln::Tensor::from_vector<float>({0, 0, 0, 1}, {4});
+  json args = {{"input", tensor_arg("x")}, {"weight", tensor_arg("w")}, {"bias", tensor_arg("b")},
+               {"N", {{"as_int", 1}}}, {"C", {{"as_int", 4}}}, {"HxW", {{"as_int", 2}}}, {"group", {{"as_int", 2}}},
+               {"eps", {{"as_float", 0.0}}}};
+  CliResult r = import_one("torch.ops.aten.native_group_norm.default", {{"x", x}, {"w", w}, {"b", b}}, args,
+                           {meta(7, {1, 4, 1, 2}), meta(7, {1, 2}), meta(7, {1, 2})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double s0 = std::sqrt(1.25), s1 = std::sqrt(3.0);  // population std of each group
+  const std::vector<double> want = {-1.5 / s0, -0.5 / s0, 2 * 0.5 / s0, 2 * 1.5 / s0, -1 / s1, -1 / s1, -1 / s1 + 1, 3 / s1 + 1};
+  for (const std::string backend : {"eager", "inductor"}) {
+    std::vector<kiln::Tensor> y = run(backend, 3);
+    ASSERT_EQ(y.size(), 3u);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(y[0].data<float>()[i], want[i], 1e-5) << backend << " " << i;
+    EXPECT_NEAR(y[1].data<float>()[1], 11.0, 1e-5);
+    EXPECT_NEAR(y[2].data<float>()[0], 1 / s0, 1e-5);
+  }
+}
+
+TEST_F(ImportOps, CopyScatterValueFillAndReflectionPad) {
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  kiln::Tensor row = kiln::Tensor::from_vector<int64_t>({7, 8, 9}, {3});
+  CliResult r = import_one("torch.ops.aten.copy.default", {{"x", x}, {"row", row}},
+                           {{"self", tensor_arg("x")}, {"src", tensor_arg("row")}}, {meta(7, {2, 3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<kiln::Tensor> y = run("inductor", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(std::vector<float>(y[0].data<float>(), y[0].data<float>() + 6), (std::vector<float>{7, 8, 9, 7, 8, 9}));
+
+  kiln::Tensor index = kiln::Tensor::from_vector<int64_t>({2, 0}, {2, 1});
+  r = import_one("torch.ops.aten.scatter.value", {{"x", x}, {"index", index}},
+                 {{"self", tensor_arg("x")}, {"dim", {{"as_int", 1}}}, {"index", tensor_arg("index")},
+                  {"value", {{"as_float", -1.0}}}}, {meta(7, {2, 3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  y = run("eager", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(std::vector<float>(y[0].data<float>(), y[0].data<float>() + 6), (std::vector<float>{1, 2, -1, -1, 5, 6}));
+
+  r = import_one("torch.ops.aten.fill.Scalar", {{"x", x}}, {{"self", tensor_arg("x")}, {"value", {{"as_float", 0.5}}}},
+                 {meta(7, {2, 3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  y = run("inductor", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(y[0].data<float>()[5], 0.5f);
+
+  kiln::Tensor seq = kiln::Tensor::from_vector<float>({1, 2, 3}, {1, 1, 3});
+  r = import_one("torch.ops.aten.reflection_pad1d.default", {{"seq", seq}},
+                 {{"self", tensor_arg("seq")}, {"padding", {{"as_ints", {2, 1}}}}}, {meta(7, {1, 1, 6})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  y = run("inductor", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(std::vector<float>(y[0].data<float>(), y[0].data<float>() + 6), (std::vector<float>{3, 2, 1, 2, 3, 2}));
+}
+
 }  // namespace

@@ -504,7 +504,7 @@ void add_core_compositions(Rows& r) {
   }
   r["_adaptive_avg_pool2d.default"] = {[](AtenNode& n) {
     // An average pool with kernel = stride = input / output size, where the output size divides the input's.
-    const Shape& in = n.graph().value(id_of(n.tensor("self"))).meta.sizes;
+    const Shape in = n.graph().value(id_of(n.tensor("self"))).meta.sizes;
     std::vector<int64_t> out = n.ints_or("output_size", {});
     require(n, in.size() >= 2 && out.size() == 2, "expects a 2-element output_size");
     IntList kernel;
@@ -518,6 +518,57 @@ void add_core_compositions(Rows& r) {
   }};
 }
 
+
+// More compositions: fmod, copy, scatter with a number, group norm.
+void add_core_compositions_2(Rows& r) {
+  for (const char* overload : {"fmod.Tensor", "fmod.Scalar"}) {
+    r[overload] = {[](AtenNode& n) {  // self - trunc(self / other) * other, with C's sign rule (that of self)
+      Arg x = n.tensor("self");
+      ArgSpec any;
+      any.type = ArgType::Tensor;
+      Arg y = n.convert("other", n.arg("other"), any);
+      ValueId q = n.emit1("div", {{"self", x}, {"other", y}, {"rounding_mode", std::string("trunc")}});
+      ValueId qy = n.emit1("mul", {{"self", as_arg(q)}, {"other", y}});
+      return std::vector<ValueId>{n.emit1("sub", {{"self", x}, {"other", as_arg(qy)}})};
+    }, true};
+  }
+  r["copy.default"] = {[](AtenNode& n) {  // src in self's dtype, broadcast to self's shape
+    const TensorMeta self = n.graph().value(id_of(n.tensor("self"))).meta;  // a copy: emit grows the graph
+    ValueId v = n.emit1("to", {{"self", n.tensor("src")}, {"dtype", self.dtype}});
+    return std::vector<ValueId>{n.emit1("expand", {{"self", as_arg(v)}, {"size", IntList(self.sizes)}})};
+  }, true};
+  r["scatter.value"] = {[](AtenNode& n) {
+    const TensorMeta self = n.graph().value(id_of(n.tensor("self"))).meta;  // a copy: emit grows the graph
+    const TensorMeta index = n.graph().value(id_of(n.tensor("index"))).meta;
+    ValueId src = n.emit1("full", {{"size", IntList(index.sizes)}, {"fill_value", number(n, "value", 0)},
+                                   {"dtype", self.dtype}});
+    return std::vector<ValueId>{n.emit1("scatter", {{"self", n.tensor("self")}, {"dim", Scalar(n.int_or("dim", 0))},
+                                                    {"index", n.tensor("index")}, {"src", as_arg(src)}})};
+  }, true};
+  r["native_group_norm.default"] = {[](AtenNode& n) {
+    // (out, mean [N, G], rstd [N, G]): layer_norm over each group's elements, then the per-channel affine.
+    const Shape in = n.graph().value(id_of(n.tensor("input"))).meta.sizes;  // a copy: emit grows the graph
+    const int64_t batch = n.int_or("N", 0), channels = n.int_or("C", 0), hw = n.int_or("HxW", 0);
+    const int64_t groups = n.int_or("group", 1);
+    require(n, groups > 0 && channels % groups == 0, "C must be a multiple of group");
+    double eps = n.has("eps") ? n.arg("eps").at("as_float").get<double>() : 1e-5;
+    ValueId x = n.emit1("reshape", {{"self", n.tensor("input")}, {"shape", IntList{batch, groups, channels / groups * hw}}});
+    ValueId y = n.emit1("layer_norm", {{"input", as_arg(x)}, {"normalized_shape", IntList{channels / groups * hw}},
+                                       {"eps", Scalar(eps)}});
+    y = n.emit1("reshape", {{"self", as_arg(y)}, {"shape", IntList(in)}});
+    IntList per_channel(in.size(), 1);
+    per_channel[1] = channels;
+    if (n.has("weight"))
+      y = n.emit1("mul", {{"self", as_arg(y)}, {"other", as_arg(n.emit1("reshape", {{"self", n.tensor("weight")}, {"shape", per_channel}}))}});
+    if (n.has("bias"))
+      y = n.emit1("add", {{"self", as_arg(y)}, {"other", as_arg(n.emit1("reshape", {{"self", n.tensor("bias")}, {"shape", per_channel}}))}});
+    ValueId mean = n.emit1("mean", {{"self", as_arg(x)}, {"dim", IntList{-1}}});
+    ValueId var = n.emit1("var", {{"self", as_arg(x)}, {"dim", IntList{-1}}, {"correction", Scalar(int64_t(0))}});
+    ValueId rstd = n.emit1("rsqrt", {{"self", as_arg(n.emit1("add", {{"self", as_arg(var)}, {"other", Scalar(eps)}}))}});
+    return std::vector<ValueId>{y, mean, rstd};
+  }, true};
+}
+
 }  // namespace
 
 const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
@@ -529,6 +580,7 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_indexing_and_creation(r);
     add_nn(r);
     add_core_compositions(r);
+    add_core_compositions_2(r);
     return r;
   }();
   return rows;
