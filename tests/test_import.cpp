@@ -137,6 +137,14 @@ TEST_F(Import, WritesTheGraphAndOneNpyPerWeightAndNothingElse) {
   EXPECT_EQ(top, std::set<std::string>{"out"});
 }
 
+TEST_F(Import, WithoutDashOTheOutputIsTheArchivesStemInTheCurrentDirectory) {
+  fs::copy_file(fixtures() / "cnn.pt2", dir_ / "small-cnn.pt2");
+  CliResult r = kiln::cli_test::shell("cd '" + dir_.string() + "' && '" KILN_CLI "' import small-cnn.pt2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string kir = kiln::cli_test::read_text(dir_ / "small-cnn" / "small-cnn.kir");
+  EXPECT_EQ(kir.rfind("graph small_cnn(", 0), 0u) << kir.substr(0, 80);  // the graph is named after the stem
+}
+
 TEST_F(Import, DecomposeNoneRefusesOpsThatNeedSeveralKilnOpsAndNamesThemAll) {
   // The Core ATen transformer has native_layer_norm (3 outputs) and split_with_sizes: several kiln ops each.
   expect_refused(fixtures() / "transformer.pt2", "2 ops kiln cannot import", "--decompose none");
@@ -222,6 +230,8 @@ TEST_F(Import, TruncatedPayloadAndBadArgumentsNameWhatIsWrong) {
   auto entries = fixture_entries("mlp");
   entry(entries, "mlp/data/weights/weight_0").resize(100);
   expect_refused(write("short.pt2", entries), "payload 'fc1.weight': 100 bytes of storage where sizes [32, 16]");
+  entry(entries, "mlp/data/weights/weight_0").assign((4 << 20) + 1, '\0');  // 4x 2048 bytes + 1 MiB is the limit
+  expect_refused(write("long.pt2", entries), "entry 'mlp/data/weights/weight_0' is 4194305 bytes, more than the limit 1056768");
   auto args = fixture_entries("mlp");
   std::string& model = entry(args, "mlp/models/model.json");
   json j = json::parse(model);

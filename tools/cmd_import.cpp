@@ -35,14 +35,14 @@ int run_import(const ImportArgs& a) {
   importer::ImportOptions options;
   options.decompose = a.decompose == "core";
   importer::ImportedModel model = importer::import_pt2(a.archive, options);
-  const std::string name = graph_name_for(a.archive);
-  model.graph.name = name;
-  const std::string dir = a.out_dir.empty() ? name : a.out_dir;
+  const std::string stem = fs::path(a.archive).stem().string();
+  model.graph.name = graph_name_for(a.archive);
+  const std::string dir = a.out_dir.empty() ? stem : a.out_dir;
   create_output_directory(dir);
   OutputLock lock(dir);
   for (const auto& [input, value] : model.weights)
     write_npy(confined_path(dir, graph::input_file_name(input), "a weight file").string(), value);
-  const std::string kir = confined_path(dir, name + ".kir", "the graph file").string();
+  const std::string kir = confined_path(dir, stem + ".kir", "the graph file").string();
   graph::save_graph(model.graph, kir);
   fmt::print("imported {}: {} op nodes, {} inputs ({} weights written to {}/), {} outputs -> {}\n", a.archive,
              model.graph.num_op_nodes(), model.graph.inputs().size(), model.weights.size(), dir,

@@ -407,9 +407,14 @@ Arg number(AtenNode& n, std::string_view name, double fallback) {
   return n.convert(name, n.arg(name), spec);
 }
 
-// Core ATen ops kiln has no row for, written with kiln ops (`--decompose core`), or renamed rows.
-void add_core_compositions(Rows& r) {
-  auto one = [](auto f) { return AtenRow{[f](AtenNode& n) { return std::vector<ValueId>{f(n)}; }, true}; };
+// A row of one result written with several kiln ops.
+template <class F>
+AtenRow composed(F f) {
+  return AtenRow{[f](AtenNode& n) { return std::vector<ValueId>{f(n)}; }, true};
+}
+
+// Core ATen creation ops kiln has under other names or arguments.
+void add_core_creation(Rows& r) {
   std::vector<std::string> random_ignored = kPlacement;
   random_ignored.push_back("generator");
   r["rand.default"] = same("rand", {}, random_ignored);
@@ -425,25 +430,29 @@ void add_core_compositions(Rows& r) {
   }};
   r["fill.Scalar"] = same("full_like", {{"value", "fill_value"}});
   r["pow.Scalar"] = same("pow");
-  r["hardtanh.default"] = one([](AtenNode& n) {
+}
+
+// Pointwise Core ATen ops written with kiln's pointwise ops (`--decompose core`).
+void add_core_pointwise(Rows& r) {
+  r["hardtanh.default"] = composed([](AtenNode& n) {
     return n.emit1("clamp", {{"self", n.tensor("self")}, {"min", number(n, "min_val", -1)}, {"max", number(n, "max_val", 1)}});
   });
   r["hardtanh.default"].decomposes = false;
-  r["var.dim"] = one([](AtenNode& n) {
+  r["var.dim"] = composed([](AtenNode& n) {
     return n.emit1("var", {{"self", n.tensor("self")}, {"dim", IntList(n.ints_or("dim", {}))},
                            {"correction", Scalar(int64_t(n.bool_or("unbiased", true) ? 1 : 0))},
                            {"keepdim", Scalar(n.bool_or("keepdim", false))}});
   });
-  r["log10.default"] = one([](AtenNode& n) {
+  r["log10.default"] = composed([](AtenNode& n) {
     return n.emit1("div", {{"self", as_arg(n.emit1("log", {{"self", n.tensor("self")}}))}, {"other", Scalar(std::log(10.0))}});
   });
-  r["leaky_relu.default"] = one([](AtenNode& n) {  // where(x > 0, x, x * slope)
+  r["leaky_relu.default"] = composed([](AtenNode& n) {  // where(x > 0, x, x * slope)
     Arg x = n.tensor("self");
     ValueId pos = n.emit1("gt", {{"self", x}, {"other", Scalar(0.0)}});
     ValueId neg = n.emit1("mul", {{"self", x}, {"other", number(n, "negative_slope", 0.01)}});
     return n.emit1("where", {{"condition", as_arg(pos)}, {"self", x}, {"other", as_arg(neg)}});
   });
-  r["elu.default"] = one([](AtenNode& n) {  // where(x > 0, x*scale, (exp(x*input_scale) - 1) * alpha*scale)
+  r["elu.default"] = composed([](AtenNode& n) {  // where(x > 0, x*scale, (exp(x*input_scale) - 1) * alpha*scale)
     Arg x = n.tensor("self");
     Arg alpha = number(n, "alpha", 1), scale = number(n, "scale", 1), input_scale = number(n, "input_scale", 1);
     ValueId pos = n.emit1("gt", {{"self", x}, {"other", Scalar(0.0)}});
@@ -452,8 +461,8 @@ void add_core_compositions(Rows& r) {
     ValueId p = n.emit1("mul", {{"self", x}, {"other", scale}});
     return n.emit1("where", {{"condition", as_arg(pos)}, {"self", as_arg(p)}, {"other", as_arg(neg)}});
   });
-  auto via_log = [one](const char* inner_op, double sign) {  // asinh: log(x + sqrt(x^2 + 1)), acosh: -1
-    return one([inner_op, sign](AtenNode& n) {
+  auto via_log = [](const char* inner_op, double sign) {  // asinh: log(x + sqrt(x^2 + 1)), acosh: -1
+    return composed([inner_op, sign](AtenNode& n) {
       Arg x = n.tensor("self");
       ValueId sq = n.emit1("add", {{"self", as_arg(n.emit1("mul", {{"self", x}, {"other", x}}))}, {"other", Scalar(sign)}});
       ValueId inner = n.emit1(inner_op, {{"self", x}, {"other", as_arg(n.emit1("sqrt", {{"self", as_arg(sq)}}))}});
@@ -462,23 +471,27 @@ void add_core_compositions(Rows& r) {
   };
   r["asinh.default"] = via_log("add", 1.0);
   r["acosh.default"] = via_log("add", -1.0);
-  r["atanh.default"] = one([](AtenNode& n) {  // 0.5 * (log1p(x) - log1p(-x))
+  r["atanh.default"] = composed([](AtenNode& n) {  // 0.5 * (log1p(x) - log1p(-x))
     Arg x = n.tensor("self");
     ValueId a = n.emit1("log1p", {{"self", x}});
     ValueId b = n.emit1("log1p", {{"self", as_arg(n.emit1("neg", {{"self", x}}))}});
     return n.emit1("mul", {{"self", as_arg(n.emit1("sub", {{"self", as_arg(a)}, {"other", as_arg(b)}}))}, {"other", Scalar(0.5)}});
   });
-  r["clamp.Tensor"] = one([](AtenNode& n) {
+  r["clamp.Tensor"] = composed([](AtenNode& n) {
     ValueId v = id_of(n.tensor("self"));
     if (n.has("min")) v = n.emit1("maximum", {{"self", as_arg(v)}, {"other", n.tensor("min")}});
     if (n.has("max")) v = n.emit1("minimum", {{"self", as_arg(v)}, {"other", n.tensor("max")}});
     return v;
   });
-  r["bitwise_not.default"] = one([](AtenNode& n) {
+  r["bitwise_not.default"] = composed([](AtenNode& n) {
     Arg x = n.tensor("self");
     if (n.graph().value(id_of(x)).meta.dtype == DType::Bool) return n.emit1("logical_not", {{"self", x}});
     return n.emit1("bitwise_xor", {{"self", x}, {"other", Scalar(int64_t(-1))}});
   });
+}
+
+// Reductions with indices, dropout, padding and pooling rows written with kiln ops.
+void add_core_structured(Rows& r) {
   for (const char* which : {"max", "min"}) {
     r[std::string(which) + ".dim"] = {[which](AtenNode& n) {  // (values, indices)
       std::vector<std::pair<std::string, Arg>> args = {{"self", n.tensor("self")}, {"dim", Scalar(n.int_or("dim", 0))},
@@ -519,8 +532,8 @@ void add_core_compositions(Rows& r) {
 }
 
 
-// More compositions: fmod, copy, scatter with a number, group norm.
-void add_core_compositions_2(Rows& r) {
+// fmod, copy, scatter with a number and group norm, written with kiln ops.
+void add_core_copies_and_norms(Rows& r) {
   for (const char* overload : {"fmod.Tensor", "fmod.Scalar"}) {
     r[overload] = {[](AtenNode& n) {  // self - trunc(self / other) * other, with C's sign rule (that of self)
       Arg x = n.tensor("self");
@@ -579,8 +592,10 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_shapes(r);
     add_indexing_and_creation(r);
     add_nn(r);
-    add_core_compositions(r);
-    add_core_compositions_2(r);
+    add_core_creation(r);
+    add_core_pointwise(r);
+    add_core_structured(r);
+    add_core_copies_and_norms(r);
     return r;
   }();
   return rows;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/size_math.h"
 #include "graph/text.h"
 #include "import/aten_ops.h"
 #include "import/zip_reader.h"
@@ -28,6 +29,7 @@ namespace {
 constexpr int64_t kMaxJsonBytes = int64_t(256) << 20;  // models/model.json and the payload configs
 constexpr int kSchemaMajor = 8;                         // the ExportedProgram schema version kiln reads
 constexpr std::string_view kAtenPrefix = "torch.ops.aten.";
+constexpr int64_t kMaxElements = int64_t(1) << 40;  // per tensor, so sizes times element sizes never overflow
 
 // The archive's folder prefix ("mlp/"): the folder holding models/model.json.
 std::string archive_prefix(const ZipReader& zip) {
@@ -69,10 +71,13 @@ TensorMeta tensor_meta(const json& m, const std::string& what) {
   KILN_CHECK(dt, "{} has ScalarType {}, which kiln has no dtype for (kiln: bool, u8, i8, i16, i32, i64, f16, bf16, "
                  "f32, f64)", what, scalar_type);
   Shape sizes;
+  int64_t numel = 1;
   for (const json& s : m.at("sizes")) {
     sizes.push_back(sym_int_value(s, what + "'s size"));
-    KILN_CHECK(sizes.back() >= 0 && sizes.back() <= (int64_t(1) << 40), "{} has size {}", what, sizes.back());
+    KILN_CHECK(sizes.back() >= 0, "{} has size {}", what, sizes.back());
+    numel = checked_mul(numel, sizes.back(), "kiln import", what + "'s element count");
   }
+  KILN_CHECK(numel <= kMaxElements, "{} has {} elements, more than kiln imports (2^40)", what, numel);
   return contiguous_meta(sizes, *dt);
 }
 
@@ -101,7 +106,10 @@ class Payloads {
     const json& tm = meta.at("tensor_meta");
     TensorMeta m = tensor_meta(tm, fmt::format("{}: payload '{}'", zip_.path(), fqn));
     std::string entry = fmt::format("{}data/{}/{}", prefix_, kind, path_name);
-    std::string bytes = zip_.read(entry, kMaxArchiveBytes);
+    // The storage may be larger than the tensor (a view), but not without bound: a payload's entry may hold at
+    // most 4x the bytes of its tensor (plus 1 MiB), so a forged size cannot make kiln inflate gigabytes.
+    const int64_t tensor_bytes = shape_numel(m.sizes) * dtype_size(m.dtype);
+    std::string bytes = zip_.read(entry, std::min(kMaxArchiveBytes, 4 * tensor_bytes + (int64_t(1) << 20)));
     return strided_copy(bytes, m, tm, fqn);
   }
 

@@ -62,19 +62,23 @@ std::string ZipReader::read(const std::string& name, int64_t max_bytes) const {
              it->second, max_bytes);
   KILN_CHECK(unzLocateFile(zip_, name.c_str(), 1) == UNZ_OK && unzOpenCurrentFile(zip_) == UNZ_OK,
              "{}: cannot open entry '{}' (the archive is corrupt or truncated)", path_, name);
-  std::string data(size_t(it->second), '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    int n = unzReadCurrentFile(zip_, data.data() + got, unsigned(std::min<size_t>(data.size() - got, 1 << 30)));
+  // Grown as bytes arrive, so a directory that claims a huge size cannot make kiln allocate it up front.
+  std::string data;
+  data.reserve(size_t(std::min<uint64_t>(it->second, uint64_t(64) << 20)));
+  std::vector<char> chunk(1 << 20);
+  while (data.size() < it->second) {
+    size_t want = size_t(std::min<uint64_t>(chunk.size(), it->second - data.size()));
+    int n = unzReadCurrentFile(zip_, chunk.data(), unsigned(want));
     if (n <= 0) break;
-    got += size_t(n);
+    data.append(chunk.data(), size_t(n));
   }
+  const size_t got = data.size();
   char extra;
-  bool longer = got == data.size() && unzReadCurrentFile(zip_, &extra, 1) > 0;
+  bool longer = got == it->second && unzReadCurrentFile(zip_, &extra, 1) > 0;
   int close = unzCloseCurrentFile(zip_);
-  KILN_CHECK(got == data.size() && !longer, "{}: entry '{}' has {} bytes where the archive records {} (a truncated "
-                                            "or corrupt archive)", path_, name, longer ? "more" : std::to_string(got),
-             data.size());
+  KILN_CHECK(got == it->second && !longer, "{}: entry '{}' has {} bytes where the archive records {} (a truncated "
+                                           "or corrupt archive)", path_, name, longer ? "more" : std::to_string(got),
+             it->second);
   KILN_CHECK(close != UNZ_CRCERROR, "{}: entry '{}' fails its CRC check (a corrupt archive)", path_, name);
   KILN_CHECK(close == UNZ_OK, "{}: cannot read entry '{}' (a corrupt archive)", path_, name);
   return data;
