@@ -149,7 +149,7 @@ TEST_F(Import, DecomposeNoneRefusesOpsThatNeedSeveralKilnOpsAndNamesThemAll) {
   // The Core ATen transformer has native_layer_norm (3 outputs) and split_with_sizes: several kiln ops each.
   expect_refused(fixtures() / "transformer.pt2", "2 ops kiln cannot import", "--decompose none");
   CliResult r = import(fixtures() / "transformer.pt2", "--decompose none");
-  EXPECT_NE(r.output.find("aten.native_layer_norm.default (needs --decompose core) (2 nodes: %getitem, %getitem_6)"),
+  EXPECT_NE(r.output.find("aten.native_layer_norm.default (needs --decompose core) (2 nodes: %native_layer_norm, %native_layer_norm_1)"),
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find("aten.split_with_sizes.default (needs --decompose core)"), std::string::npos) << r.output;
   // The export IR of the same model maps one to one.
@@ -214,6 +214,28 @@ TEST_F(Import, UnknownOpsAreAllListedByName) {
   model = std::regex_replace(model, std::regex("torch\\.ops\\.aten\\._softmax\\.default"), "torch.ops.mylib.custom.default");
   expect_refused(write("unknown.pt2", entries), "2 ops kiln cannot import:\n  aten.frobnicate.default (1 node: %relu)\n"
                                                 "  torch.ops.mylib.custom.default (1 node: %_softmax)");
+}
+
+TEST_F(Import, AssertTensorMetadataIsCheckedAtImport) {
+  auto entries = fixture_entries("mlp");
+  std::string& model = entry(entries, "mlp/models/model.json");
+  json j = json::parse(model);
+  json assert_node = {{"target", "torch.ops.aten._assert_tensor_metadata.default"},
+                      {"inputs", {{{"name", "a"}, {"arg", {{"as_tensor", {{"name", "x"}}}}}, {"kind", 1}},
+                                  {{"name", "dtype"}, {"arg", {{"as_scalar_type", 7}}}, {"kind", 2}}}},
+                      {"outputs", json::array()}, {"metadata", json::object()}, {"name", "_assert_x"}};
+  auto& nodes = j["graph_module"]["graph"]["nodes"];
+  nodes.insert(nodes.begin(), assert_node);
+  model = j.dump();
+  CliResult r = import(write("assert.pt2", entries));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": 6 op nodes"), std::string::npos) << r.output;  // the assertion adds no node
+  fs::remove_all(dir_ / "out");
+  nodes[0]["inputs"][1]["arg"]["as_scalar_type"] = 5;  // i64: not what %x is
+  model = j.dump();
+  fs::remove(dir_ / "assert.pt2");
+  expect_refused(write("assert.pt2", entries), "node %_assert_x (aten._assert_tensor_metadata.default): the value is f32 "
+                                               "where the graph asserts i64");
 }
 
 TEST_F(Import, MetadataThatDisagreesWithKilnsShapeInferenceNamesTheNode) {

@@ -558,6 +558,23 @@ void add_core_copies_and_norms(Rows& r) {
     return std::vector<ValueId>{n.emit1("scatter", {{"self", n.tensor("self")}, {"dim", Scalar(n.int_or("dim", 0))},
                                                     {"index", n.tensor("index")}, {"src", as_arg(src)}})};
   }, true};
+  r["_assert_tensor_metadata.default"] = {[](AtenNode& n) {
+    // Export's runtime check of a value's dtype and sizes: kiln's types are static, so it is checked here.
+    const TensorMeta m = n.graph().value(id_of(n.tensor("a"))).meta;
+    if (n.has("dtype")) {
+      ArgSpec spec;
+      spec.type = ArgType::DType;
+      DType want = std::get<DType>(n.convert("dtype", n.arg("dtype"), spec));
+      require(n, want == m.dtype, fmt::format("the value is {} where the graph asserts {}", dtype_name(m.dtype),
+                                              dtype_name(want)));
+    }
+    if (n.has("size")) {
+      Shape want = n.ints_or("size", {});
+      require(n, want == m.sizes, fmt::format("the value is {} where the graph asserts {}", shape_str(m.sizes),
+                                              shape_str(want)));
+    }
+    return std::vector<ValueId>{};
+  }};
   r["native_group_norm.default"] = {[](AtenNode& n) {
     // (out, mean [N, G], rstd [N, G]): layer_norm over each group's elements, then the per-channel affine.
     const Shape in = n.graph().value(id_of(n.tensor("input"))).meta.sizes;  // a copy: emit grows the graph

@@ -163,6 +163,12 @@ std::vector<std::string> output_names(const json& node) {
   return names;
 }
 
+// The node's name (schema 8.x records one; older archives do not): else its first output's, else "?".
+std::string node_name(const json& node, const std::vector<std::string>& outputs) {
+  if (node.contains("name") && node.at("name").is_string()) return node.at("name").get<std::string>();
+  return outputs.empty() || outputs[0].empty() ? "?" : outputs[0];
+}
+
 std::string short_target(const std::string& target) {
   return target.rfind(kAtenPrefix, 0) == 0 ? "aten." + target.substr(kAtenPrefix.size()) : target;
 }
@@ -178,7 +184,7 @@ void check_all_mappable(const json& nodes, const ImportOptions& options, const s
     if (row != rows.end() && (options.decompose || !row->second.decomposes)) continue;
     std::vector<std::string> outs = output_names(node);
     missing[short_target(target) + (row != rows.end() ? " (needs --decompose core)" : "")].push_back(
-        outs.empty() ? "?" : "%" + outs[0]);
+        "%" + node_name(node, outs));
   }
   if (missing.empty()) return;
   std::string list;
@@ -276,7 +282,7 @@ class Converter {
   void add_node(const json& node, graph::Graph& g) {
     std::string target = node.at("target").get<std::string>();
     std::vector<std::string> names = output_names(node);
-    std::string where = fmt::format("{}: node %{} ({})", path_, names.empty() ? "?" : names[0], short_target(target));
+    std::string where = fmt::format("{}: node %{} ({})", path_, node_name(node, names), short_target(target));
     std::vector<ValueId> values;
     try {
       AtenNode n(node, short_target(target), g, value_of_fn_, names);
