@@ -32,6 +32,7 @@ const std::map<std::string, std::set<std::string>> kLayerDeps = {
     {"autograd", {"ops"}},              // the engine (installs the dispatcher's AutogradHook), gradcheck
     {"graph", {"ops"}},                 // IR, .kir, verifier, interpreter, passes
     {"inductor", {"graph"}},            // target-neutral lowering and scheduling
+    {"import", {"graph"}},              // kiln import: torch.export archives (.pt2) to graphs
     {"backends", {"inductor"}},         // CPU (LLVM) and CUDA code generation
     {"aot", {"graph", "autograd"}},     // AOT autograd: joint graph, functionalization, partitioners
     {"api", {"inductor", "autograd", "aot"}},  // kiln::compile, the backend registry

@@ -7,6 +7,7 @@
 #include "tools/cmd_bench.h"
 #include "tools/cmd_fuzz.h"
 #include "tools/cmd_gate.h"
+#include "tools/cmd_import.h"
 #include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"
 
@@ -20,6 +21,8 @@
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "eager/philox.h"
+#include "import/aten_ops.h"
+#include "core_aten_ops.h"
 #include "inductor/lowering_table.h"
 #include "minifier/hook.h"
 #include "tools/cmd_graph.h"
@@ -59,6 +62,27 @@ int run_ops(bool missing_only) {
   fmt::print("\n{} ops: {} with an eager kernel, {} with a VJP, {} with a decomposition; inductor: {} lowered, {} "
              "decomposed, {} extern, {} unknown\n", all_ops().size(), counts[0], counts[1], counts[2],
              by_lowering["lowered"], by_lowering["decomposed"], by_lowering["extern"], by_lowering["?"]);
+  return 0;
+}
+
+// The Core ATen ops (the list PyTorch tags torch.Tag.core, src/import/core_aten_ops.txt) that `kiln import`
+// has no row for in its ATen table (src/import/aten_ops.cpp).
+int run_ops_coverage() {
+  std::vector<std::string> core, missing;
+  std::string_view text = importer::kCoreAtenOpsText;
+  std::string version;
+  while (!text.empty()) {
+    size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (line.rfind("# Core ATen", 0) == 0) version = std::string(line.substr(line.find("PyTorch")));
+    if (line.empty() || line[0] == '#') continue;
+    core.emplace_back(line);
+    if (!importer::aten_rows().count(line)) missing.emplace_back(line);
+  }
+  fmt::print("Core ATen ops ({}) kiln import cannot map: {} of {}\n", version.substr(0, version.find(',')),
+             missing.size(), core.size());
+  for (const std::string& op : missing) fmt::print("  aten.{}\n", op);
   return 0;
 }
 
@@ -107,7 +131,10 @@ void add_commands(CLI::App& app) {
                                         "extern with the reason)");
   static bool missing_only = false;
   ops->add_flag("--missing", missing_only, "list only ops that lack something they need");
-  runners()["ops"] = [] { return run_ops(missing_only); };
+  static bool coverage = false;
+  ops->add_flag("--coverage", coverage, "list the Core ATen ops (PyTorch's list) that `kiln import` cannot map")
+      ->excludes("--missing");
+  runners()["ops"] = [] { return coverage ? run_ops_coverage() : run_ops(missing_only); };
 
   app.add_subcommand("demo", "run a small MLP with a cross-entropy loss eagerly and print its gradients");
   runners()["demo"] = [] { return run_demo(); };
@@ -118,6 +145,7 @@ void add_commands(CLI::App& app) {
   add_gate_commands(app, runners());
   add_bench_commands(app, runners());
   add_fuzz_commands(app, runners());
+  add_import_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {
