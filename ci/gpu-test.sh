@@ -40,7 +40,16 @@ run_suite() {  # $1: how to run a binary of the build (a prefix), $2: tests bina
   KILN_CACHE_DIR=$(mktemp -d)
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   local rc=0
-  $prefix "$tests" --gtest_filter="$filter" --gtest_output="json:$out/tests.json" || rc=$?
+  # The tests in GPU_TEST_SHARDS gtest shards side by side (default 8: the host's cores compile and run the
+  # fp64 reference while the GPU is shared), each with its own JSON report and log.
+  local shards=${GPU_TEST_SHARDS:-8} pids=() i
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i $prefix "$tests" --gtest_filter="$filter" \
+      --gtest_output="json:$out/tests-$i.json" > "$out/tests-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "gpu-test.sh: shard $i failed:"; grep -E '^\[  FAILED|Failure|Falsifiable' -A8 "$out/tests-$i.log" | head -60; }; done
+  cat "$out"/tests-*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | sort | uniq -c | sort -rn | head -40
   if [[ ${GPU_TEST_BENCH:-1} != 0 && -n $bench ]]; then
     $prefix "$bench" --benchmark_filter='inductor_cuda/' --benchmark_format=json --benchmark_out="$out/bench.json" \
       --benchmark_out_format=json >/dev/null || rc=$?

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -118,6 +119,12 @@ class Emitter {
   std::unordered_map<const SNode*, std::string> memo_;                 // emitted values of the current element
   std::map<int, std::pair<std::string, std::string>> registers_;       // buffer -> (index, value) of this outer point
   std::string acc_;                                                    // the accumulator in a finalize expression
+  struct VectorLane {
+    const void* plan;  // VectorPlan of the element being emitted
+    int lane;
+    Index linear;
+  };
+  std::optional<VectorLane> vector_;                                   // set while a vector lane's element is emitted
   int next_ = 0;
   std::string indent_ = "  ";
 
@@ -240,6 +247,15 @@ class Emitter {
   std::string load(int buffer, const Index& ix) {
     auto reg = registers_.find(buffer);
     if (reg != registers_.end() && reg->second.first == ix.str()) return reg->second.second;
+    if (vector_) {  // a contiguous load of a vectorised flat kernel: its lane of the 128-bit load
+      const auto& loads = static_cast<const VectorPlan*>(vector_->plan)->loads;
+      const Index d = ix_add(ix, ix_scale(vector_->linear, -1));
+      if (d.is_constant())
+        if (auto it = loads.find({buffer, d.constant}); it != loads.end()) {
+          static const char* lanes[] = {"x", "y", "z", "w"};
+          return from_storage(fmt::format("{}.{}", it->second, lanes[vector_->lane]), lg_.buffers[size_t(buffer)].dtype);
+        }
+    }
     return from_storage(element(buffer, ix), lg_.buffers[size_t(buffer)].dtype);
   }
   void store(int buffer, const Index& ix, const std::string& v, DType v_dtype) {
@@ -359,21 +375,81 @@ class Emitter {
         else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
         break;
     }
+    if (e->op == SOp::Const || (e->op == SOp::Load && e->buffer == kAccumulatorBuffer)) return memo_[e.get()] = v;
     const std::string name = fresh("v");
     line(fmt::format("const {} {} = {};", compute_ctype(dt), name, v));
     return memo_[e.get()] = name;
   }
 
   // ---- kernel shapes
+  // A flat kernel's loads and store that are contiguous in its linear element index (index = linear + c) over
+  // 4-byte elements: with every such address 16-byte aligned (checked at run time) and the element count a
+  // multiple of 4, each thread handles 4 consecutive elements per step through 128-bit loads and stores.
+  struct VectorPlan {
+    std::map<std::pair<int, int64_t>, std::string> loads;  // (buffer, c) -> its vector's name
+    bool store = false;
+  };
+  std::optional<VectorPlan> vector_plan(const KernelLoop& l, const LoopNode& n, int64_t work) const {
+    if (work % 4 != 0 || dtype_size(lg_.buffers[size_t(n.buffer)].dtype) != 4) return std::nullopt;
+    const Index linear = ix_linear(l.idx, n.sizes);
+    VectorPlan plan;
+    plan.store = true;
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(l.value, loads);
+    int next = 0;
+    for (const auto& [b, ix] : loads) {
+      if (b < 0 || dtype_size(lg_.buffers[size_t(b)].dtype) != 4) continue;
+      const Index d = ix_add(ix, ix_scale(linear, -1));
+      if (!d.is_constant()) continue;
+      if (!plan.loads.count({b, d.constant})) plan.loads[{b, d.constant}] = fmt::format("w{}", next++);
+    }
+    return plan;
+  }
+
+  static std::string vector_type(DType dt) { return dt == DType::F32 ? "float4" : "int4"; }
+
   void emit_flat(const CudaKernel& out) {
     const KernelLoop& l = k_.loops.front();
     const LoopNode& n = lg_.nodes[size_t(l.node)];
-    open(fmt::format("for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < (idx_t){}; e += (idx_t)gridDim.x * "
-                     "blockDim.x)", out.work));
+    const Index linear = ix_linear(l.idx, n.sizes);
+    const std::string stride = "(idx_t)gridDim.x * blockDim.x", first = "(idx_t)blockIdx.x * blockDim.x + threadIdx.x";
+    std::optional<VectorPlan> plan = vector_plan(l, n, out.work);
+    if (plan) {
+      std::string aligned = fmt::format("(unsigned long long)b{}", slot_.at(n.buffer));
+      for (const auto& [key, name] : plan->loads)
+        aligned += fmt::format(" | (unsigned long long)(b{} + {})", slot_.at(key.first), key.second);
+      open(fmt::format("if ((({}) & 15) == 0)", aligned));
+      open(fmt::format("for (idx_t e4 = {}; e4 < (idx_t){}; e4 += {})", first, out.work / 4, stride));
+      line("const idx_t e0 = e4 * 4;");
+      for (const auto& [key, name] : plan->loads)
+        line(fmt::format("const {0} {1} = *reinterpret_cast<const {0}*>(b{2} + e0 + {3});",
+                         vector_type(lg_.buffers[size_t(key.first)].dtype), name, slot_.at(key.first), key.second));
+      const DType out_dt = lg_.buffers[size_t(n.buffer)].dtype;
+      line(fmt::format("{} st;", vector_type(out_dt)));
+      static const char* lanes[] = {"x", "y", "z", "w"};
+      for (int lane = 0; lane < 4; ++lane) {
+        open("");
+        line(fmt::format("const idx_t e = e0 + {};", lane));
+        unravel(l.idx, n.sizes, "e");
+        memo_.clear();
+        vector_ = VectorLane{&*plan, lane, linear};
+        const std::string v = value(l.value);
+        vector_.reset();
+        line(fmt::format("st.{} = {};", lanes[lane], to_storage(cast(v, l.value->dtype, out_dt), out_dt)));
+        close();
+      }
+      line(fmt::format("*reinterpret_cast<{}*>(b{} + e0) = st;", vector_type(out_dt), slot_.at(n.buffer)));
+      close();
+      memo_.clear();
+      indent_.resize(indent_.size() - 2);
+      open("} else");
+    }
+    open(fmt::format("for (idx_t e = {}; e < (idx_t){}; e += {})", first, out.work, stride));
     unravel(l.idx, n.sizes, "e");
     memo_.clear();
-    store(n.buffer, ix_linear(l.idx, n.sizes), value(l.value), l.value->dtype);
+    store(n.buffer, linear, value(l.value), l.value->dtype);
     close();
+    if (plan) close();
   }
 
   void emit_rows(const CudaKernel& out) {
