@@ -78,14 +78,14 @@ case "${1:-}" in
     for b in build/tests/kiln-tests build/bench/kiln-bench; do
       [[ -x $b ]] || { echo "gpu-test.sh: $b not built (configure with -DKILN_BUILD_BENCH=ON)" >&2; exit 2; }
       strip -o "$stage/$(basename "$b")" "$b"
-      ldd "$b" | awk '$3 ~ /^\// {print $3}' | xargs -I{} cp -L {} "$stage/libs/"
+      # NVRTC (110 MB) stays out: the GPU machine's toolkit provides it (--bundle adds /usr/local/cuda/lib64).
+      ldd "$b" | awk '$3 ~ /^\// && $1 !~ /^libnvrtc/ {print $3}' | xargs -I{} cp -L {} "$stage/libs/"
     done
     cp -L "$(ldd build/tests/kiln-tests | awk '/ld-linux/ {print $1}')" "$stage/libs/"
-    cp -L /usr/local/cuda/lib64/libnvrtc-builtins.so.13.0 "$stage/libs/"  # NVRTC opens it itself
     mvec=$(ldconfig -p | awk '/libmvec\.so\.1 .*x86-64/ {print $NF; exit}')
     [[ -n $mvec ]] && cp -L "$mvec" "$stage/libs/"
     cp -r examples "$stage/"
-    tar -C "$stage" -cf - . | xz -6 -T2 > "$f.tmp"
+    tar -C "$stage" -cf - . | xz -${GPU_BUNDLE_XZ_LEVEL:-6} -T2 > "$f.tmp"
     mv "$f.tmp" "$f"
     echo "gpu-test.sh: wrote $f ($(du -h "$f" | cut -f1))" ;;
   --bundle)
@@ -93,7 +93,7 @@ case "${1:-}" in
     dir=$(mktemp -d)
     tar -C "$dir" -xJf "$f"
     export KILN_TEST_SOURCE_DIR=$dir  # the examples the tests read
-    run_suite "$dir/libs/ld-linux-x86-64.so.2 --library-path $dir/libs" "$dir/kiln-tests" "$dir/kiln-bench" ;;
+    run_suite "$dir/libs/ld-linux-x86-64.so.2 --library-path $dir/libs:/usr/local/cuda/lib64" "$dir/kiln-tests" "$dir/kiln-bench" ;;
   "")
     m=$(missing_for_build)
     if [[ -n $m ]]; then
