@@ -11,7 +11,8 @@
 #   bash ci/gpu-test.sh --bundle F      on the GPU machine: unpack F and run the suite with it
 #
 # Environment: GPU_TEST_FILTER (gtest filter; default every CUDA test), GPU_TEST_OUT (where the JSON results go;
-# default ./gpu-test-out), GPU_TEST_BENCH=0 to skip the benchmarks.
+# default ./gpu-test-out), GPU_TEST_BENCH=0 to skip the benchmarks, GPU_TEST_SHARDS (default 8),
+# GPU_TEST_TIMEOUT (seconds per shard, default 1800).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 filter=${GPU_TEST_FILTER:-'Cuda*:Ops/Cuda*'}
@@ -40,16 +41,7 @@ run_suite() {  # $1: how to run a binary of the build (a prefix), $2: tests bina
   KILN_CACHE_DIR=$(mktemp -d)
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   local rc=0
-  # The tests in GPU_TEST_SHARDS gtest shards side by side (default 8: the host's cores compile and run the
-  # fp64 reference while the GPU is shared), each with its own JSON report and log.
-  local shards=${GPU_TEST_SHARDS:-8} pids=() i
-  for ((i = 0; i < shards; ++i)); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i $prefix "$tests" --gtest_filter="$filter" \
-      --gtest_output="json:$out/tests-$i.json" > "$out/tests-$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "gpu-test.sh: shard $i failed:"; grep -E '^\[  FAILED|Failure|Falsifiable' -A8 "$out/tests-$i.log" | head -60; }; done
-  cat "$out"/tests-*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | sort | uniq -c | sort -rn | head -40
+  # The benchmarks first (a minute), so a long test run cannot crowd them out of a time-limited session.
   if [[ ${GPU_TEST_BENCH:-1} != 0 && -n $bench ]]; then
     $prefix "$bench" --benchmark_filter='inductor_cuda/' --benchmark_format=json --benchmark_out="$out/bench.json" \
       --benchmark_out_format=json >/dev/null || rc=$?
@@ -62,6 +54,16 @@ PY
       python3 bench/peer_torch_cuda.py | tee "$out/peer_torch.jsonl" || rc=$?
     fi
   fi
+  # Then the tests, in GPU_TEST_SHARDS gtest shards side by side (default 8: the host's cores compile and run the
+  # fp64 reference while the GPU is shared), each with its own JSON report and log.
+  local shards=${GPU_TEST_SHARDS:-8} pids=() i
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${GPU_TEST_TIMEOUT:-1800}" $prefix "$tests" --gtest_filter="$filter" \
+      --gtest_output="json:$out/tests-$i.json" > "$out/tests-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "gpu-test.sh: shard $i failed:"; grep -E '^\[  FAILED|Failure|Falsifiable' -A8 "$out/tests-$i.log" | head -60; }; done
+  cat "$out"/tests-*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | sort | uniq -c | sort -rn | head -40
   return $rc
 }
 
