@@ -64,6 +64,7 @@ PY
   done
   for i in "${!pids[@]}"; do wait "${pids[$i]}" || { rc=1; echo "gpu-test.sh: shard $i failed:"; grep -E '^\[  FAILED|Failure|Falsifiable' -A8 "$out/tests-$i.log" | head -60; }; done
   cat "$out"/tests-*.log | grep -E '^\[  (PASSED|FAILED|SKIPPED) ' | sort | uniq -c | sort -rn | head -40
+  tar -C "$out" -cJf "$out/test-logs.tar.xz" --remove-files $(cd "$out" && ls tests-*.log tests-*.json)  # one file back
   return $rc
 }
 
@@ -94,7 +95,7 @@ case "${1:-}" in
     f=${2:?usage: ci/gpu-test.sh --bundle FILE}
     dir=$(mktemp -d)
     tar -C "$dir" -xJf "$f"
-    export KILN_TEST_SOURCE_DIR=$dir  # the examples the tests read
+    export GPU_TEST_SOURCE_DIR=$dir  # the examples the tests read
     run_suite "$dir/libs/ld-linux-x86-64.so.2 --library-path $dir/libs:/usr/local/cuda/lib64" "$dir/kiln-tests" "$dir/kiln-bench" ;;
   "")
     m=$(missing_for_build)

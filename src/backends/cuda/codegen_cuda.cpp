@@ -20,7 +20,11 @@ using namespace inductor;
 
 namespace {
 
-constexpr int kRowsBlock = 256;
+// Rows kernels: about 8 elements of the longest loop per thread, between one warp and 1024 threads. Long rows get
+// big blocks, which also keeps fewer rows in flight, so the second and third passes over a row (softmax's exp,
+// its division) find it in L2.
+constexpr int64_t kRowElementsPerThread = 8;
+constexpr int kMaxRowsBlock = 1024;
 constexpr int kFlatBlock = 256;
 
 bool is_unsigned_dtype(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
@@ -94,7 +98,7 @@ class Emitter {
     const LoopNode& first = lg_.nodes[size_t(k_.loops.front().node)];
     out.rows = !(k_.loops.size() == 1 && first.kind == LoopNode::Kind::Pointwise);
     out.work = out.rows ? shape_numel(k_.outer) : shape_numel(first.sizes);
-    out.block = out.rows ? kRowsBlock : kFlatBlock;
+    out.block = out.rows ? rows_block() : kFlatBlock;
     out.index32 = fits_32_bits(out);
     spans(out);
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.entry << "(";
@@ -144,6 +148,18 @@ class Emitter {
   void close() {
     indent_.resize(indent_.size() - 2);
     line("}");
+  }
+
+  int rows_block() const {
+    int64_t longest = 1;
+    for (const KernelLoop& l : k_.loops) {
+      const LoopNode& n = lg_.nodes[size_t(l.node)];
+      const int64_t inner = n.kind == LoopNode::Kind::Reduction ? shape_numel(n.rsizes) : shape_numel(n.sizes) / std::max<int64_t>(1, shape_numel(k_.outer));
+      longest = std::max(longest, inner);
+    }
+    int block = 32;
+    while (block < kMaxRowsBlock && int64_t(block) * kRowElementsPerThread < longest) block *= 2;
+    return block;
   }
 
   // Every load, store and index value of the kernel, its loop bounds and the grid-stride counters in 32 bits.
