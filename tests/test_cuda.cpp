@@ -293,7 +293,7 @@ TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
 
 TEST(CudaGpu, IntegerDivisionByZeroIsReported) {
   SKIP_WITHOUT_GPU();
-  graph::Graph g = parse("graph z(%x: i64[4], %y: i64[4]) {\n  %q = div(%x, %y, \"floor\") : i64[4]\n  return %q\n}\n");
+  graph::Graph g = parse("graph z(%x: i64[4], %y: i64[4]) {\n  %q = div(%x, %y, rounding_mode=\"floor\") : i64[4]\n  return %q\n}\n");
   std::shared_ptr<CompiledGraph> c = compile(g, cuda_options());
   Tensor x = full({4}, Scalar(int64_t(7)), DType::I64), y = zeros({4}, DType::I64);
   try {
