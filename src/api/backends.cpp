@@ -15,10 +15,21 @@ namespace {
 
 std::mutex g_mutex;
 
+CompileOptions cuda_options() {
+  CompileOptions options;
+  options.backend = "inductor_cuda";
+  options.device = "cuda";
+  return options;
+}
+
 std::map<std::string, BackendFn>& backends() {
   static std::map<std::string, BackendFn> b = {
       {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }},
       {"inductor", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g))(in); }},
+#ifdef KILN_HAVE_CUDA
+      // The CUDA backend (docs/cuda.md): kernels generated as CUDA C and run on the GPU, host tensors staged.
+      {"inductor_cuda", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g, cuda_options()))(in); }},
+#endif
   };
   return b;
 }
@@ -26,6 +37,9 @@ std::map<std::string, BackendFn>& backends() {
 std::map<std::string, BackendCompileFn>& compilers() {
   static std::map<std::string, BackendCompileFn> c = {
       {"inductor", [](const graph::Graph& g) { compile(g); }},
+#ifdef KILN_HAVE_CUDA
+      {"inductor_cuda", [](const graph::Graph& g) { compile(g, cuda_options()); }},
+#endif
   };
   return c;
 }

@@ -37,6 +37,8 @@ class Backend {
   virtual Target target() const = 0;
   // Schedule passes only this backend wants, in order; the pipeline runs them after localise.
   virtual std::vector<SchedulePass> placement_passes() const = 0;
+  // The file extension of the generated code (KILN_DEBUG_DIR's kernels/<name><ext>): ".ll", ".cu".
+  virtual std::string code_extension() const { return ".ll"; }
   // Compiles every kernel of `s`. Throws CompileError naming the kernel when code generation fails.
   virtual std::unique_ptr<CompiledKernels> compile(const Schedule& s, const LoweredGraph& lg,
                                                    CompileContext& ctx) const = 0;
@@ -45,5 +47,11 @@ class Backend {
 // The backend kiln::compile uses: the host CPU (defined by the CPU backend, src/backends/cpu/backend.cpp; the
 // inductor includes no backend header).
 const Backend& host_backend();
+
+// Backends for other devices register themselves by device name at static initialisation (the CUDA backend:
+// "cuda", src/backends/cuda/backend.cpp). backend_for_device("cpu") is host_backend(); a device without a
+// backend in this build is a kiln::Error naming the ones there are.
+void register_device_backend(const std::string& device, const Backend* backend);
+const Backend& backend_for_device(const std::string& device);
 
 }  // namespace kiln::inductor

@@ -154,7 +154,7 @@ namespace {
 
 std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const CompileOptions& options) {
   if (must_compile_afresh(options)) return compile_classifying_failures(g, options);
-  const std::string key = graph_cache_key(g, context_for(g, options, host_backend()));
+  const std::string key = graph_cache_key(g, context_for(g, options, backend_for_device(options.device)));
   {
     std::lock_guard lock(graph_cache().mutex);
     auto it = graph_cache().programs.find(key);
@@ -221,7 +221,7 @@ class Pipeline {
     KILN_LOG(LogChannel::Graph, "inductor: graph {} leaves the inductor as scheduled loop IR:\n{}", input_.name, impl_->loop_ir);
     impl_->kernels = timed("codegen", "inductor/codegen", [&] { return backend.compile(impl_->schedule, impl_->lowered, ctx_); });
     for (size_t i = 0; i < impl_->schedule.kernels.size(); ++i)
-      dump_file(dump_dir_ / "kernels", impl_->schedule.kernels[i].name + ".ll", impl_->kernels->code()[i]);
+      dump_file(dump_dir_ / "kernels", impl_->schedule.kernels[i].name + backend.code_extension(), impl_->kernels->code()[i]);
   }
 
   std::shared_ptr<CompiledGraph> finish() {
@@ -346,7 +346,7 @@ CompileStats Pipeline::stats(const Schedule& s, const CompiledKernels& kernels) 
 
 // The inductor pipeline: one named pass after another (docs/inductor.md, "Pipeline").
 std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options) {
-  const Backend& backend = host_backend();
+  const Backend& backend = backend_for_device(options.device);
   Pipeline p(g, context_for(g, options, backend));
   p.decompose();   // composites -> primitive ops; eager's storage checks; DCE, CSE, constant folding
   p.lower();       // graph -> loop IR

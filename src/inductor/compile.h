@@ -46,6 +46,8 @@ class CompiledGraph {
 
   struct Impl;
   explicit CompiledGraph(std::unique_ptr<Impl> impl);
+  // The program itself (inductor/program.h), for backends that run it their own way (cuda/device_program.h).
+  const Impl* impl() const { return impl_.get(); }
 
  private:
   friend std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options);

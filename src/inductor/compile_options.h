@@ -10,6 +10,8 @@ struct CompileOptions {
   // handed to a backend; AOT will pass `aot`) and the backend name recorded in a repro.
   std::string repro_stage = "backend";
   std::string backend = "inductor";
+  // The device the program's kernels are generated for: "cpu" (the host backend) or "cuda" (docs/cuda.md).
+  std::string device = "cpu";
   bool fuse = true;  // false: one kernel per node (for tests and ablation)
   // Return the already compiled program for a structurally equal graph compiled with the same options
   // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are

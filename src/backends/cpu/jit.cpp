@@ -40,6 +40,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "backends/cpu/helpers.h"
+#include "inductor/kernel_disk_cache.h"
 
 namespace kiln::runtime {
 
@@ -56,136 +57,10 @@ void check(llvm::Error e, const char* what) {
   if (e) throw CompileError(fmt::format("LLVM JIT: {}: {}", what, llvm::toString(std::move(e))));
 }
 
-fs::path cache_directory() {
-  std::string dir = opt_string(Opt::CacheDir);
-  if (dir.empty()) {
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) dir = std::string(xdg) + "/kiln";
-    else if (const char* home = std::getenv("HOME"); home && *home) dir = std::string(home) + "/.cache/kiln";
-    else dir = "/tmp/kiln-cache";
-  }
-  return fs::path(dir) / fmt::format("kernels-v{}", kCodegenVersion);
-}
-
-// A disk cache entry is two files named by the SHA-256 of the kernel's full key material: KEY.o, the object
-// file, and KEY.meta, written after it, which records the object's SHA-256 and size and the key material itself:
-//
-//   kiln-kernel-cache-entry 1
-//   object-sha256 <64 hex digits>
-//   object-bytes <n>
-//   key-bytes <n>
-//   <the key material>
-//
-// An entry is used only when both files exist, the key material is the one looked up (no collision) and the
-// object has the recorded size and hash; anything else is discarded (with the reason on KILN_LOGS=cache) and
-// rebuilt. Only files named this way whose .meta starts with the first line are kiln's, and only they are evicted.
-constexpr std::string_view kEntryMagic = "kiln-kernel-cache-entry 1\n";
-constexpr int64_t kMaxEntryBytes = int64_t(256) << 20;
-
-bool is_entry_stem(const std::string& stem) {
-  return stem.size() == 64 && std::all_of(stem.begin(), stem.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-std::string entry_meta(const std::string& key_material, const std::string& object) {
-  return fmt::format("{}object-sha256 {}\nobject-bytes {}\nkey-bytes {}\n{}", kEntryMagic, sha256_hex(object),
-                     object.size(), key_material.size(), key_material);
-}
-
-// The object of a cache entry, or why the entry cannot be used.
-std::variant<std::string, std::string> read_entry(const fs::path& object_file, const fs::path& meta_file,
-                                                  const std::string& key_material) {
-  using Result = std::variant<std::string, std::string>;
-  auto bad = [](std::string why) { return Result(std::in_place_index<1>, std::move(why)); };
-  std::string meta, object;
-  try {
-    meta = read_input_file(meta_file.string(), "kernel cache entry", kMaxEntryBytes);
-    object = read_input_file(object_file.string(), "kernel cache entry", kMaxEntryBytes);
-  } catch (const Error& e) {
-    return bad(e.what());
-  }
-  if (!meta.starts_with(kEntryMagic)) return bad("its .meta file is not a kiln cache entry");
-  std::string_view rest = std::string_view(meta).substr(kEntryMagic.size());
-  auto field = [&](std::string_view name) -> std::string_view {
-    if (!rest.starts_with(name) || rest.size() <= name.size() || rest[name.size()] != ' ') return {};
-    size_t nl = rest.find('\n');
-    if (nl == std::string_view::npos) return {};
-    std::string_view value = rest.substr(name.size() + 1, nl - name.size() - 1);
-    rest.remove_prefix(nl + 1);
-    return value;
-  };
-  std::string_view hash = field("object-sha256");
-  std::optional<uint64_t> object_bytes = parse_number<uint64_t>(field("object-bytes"));
-  std::optional<uint64_t> key_bytes = parse_number<uint64_t>(field("key-bytes"));
-  if (hash.size() != 64 || !object_bytes || !key_bytes || *key_bytes != rest.size())
-    return bad("its .meta file is malformed");
-  if (rest != key_material) return bad("it was written for other key material (a hash collision or a stray file)");
-  if (*object_bytes != object.size())
-    return bad(fmt::format("its object has {} bytes, not the {} recorded (truncated or partly written)", object.size(),
-                           *object_bytes));
-  if (sha256_hex(object) != hash) return bad("its object's SHA-256 differs from the one recorded (corrupted)");
-  return Result(std::in_place_index<0>, std::move(object));
-}
-
-void discard_entry(const fs::path& object_file, const fs::path& meta_file, const std::string& why) {
-  std::error_code ec;
-  fs::remove(meta_file, ec);
-  fs::remove(object_file, ec);
-  KILN_LOG(LogChannel::Cache, "discarding the cache entry {}: {}; rebuilding it", object_file.string(), why);
-}
-
-// A temporary file of write_file_atomic (".KEY.o.kiln-tmp.PID.N") for an entry, whose writer no longer runs.
-bool is_abandoned_temp_file(const fs::path& p) {
-  const std::string name = p.filename().string();
-  const size_t tmp = name.find(".kiln-tmp.");
-  if (name.empty() || name[0] != '.' || tmp == std::string::npos) return false;
-  const fs::path entry = name.substr(1, tmp - 1);
-  if (!is_entry_stem(entry.stem().string()) || (entry.extension() != ".o" && entry.extension() != ".meta")) return false;
-  const std::string rest = name.substr(tmp + 10);
-  std::optional<int> pid = parse_number<int>(std::string_view(rest).substr(0, rest.find('.')));
-  return pid && *pid > 0 && ::kill(*pid, 0) != 0 && errno == ESRCH;
-}
-
-// Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used entries. Only kiln's
-// own entries count and are deleted (see read_entry): other files in the directory are left alone.
-void evict(const fs::path& dir) {
-  const int64_t limit = opt_int(Opt::CacheSizeLimit);
-  struct Entry {
-    fs::file_time_type time;
-    fs::path object, meta;
-    int64_t bytes;
-    bool operator<(const Entry& o) const { return time < o.time; }
-  };
-  std::vector<Entry> entries;
-  int64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (is_abandoned_temp_file(e.path())) {
-      fs::remove(e.path(), ec);
-      KILN_LOG(LogChannel::Cache, "removed {}, left by a writer that is gone", e.path().string());
-      continue;
-    }
-    const fs::path meta = e.path();
-    if (meta.extension() != ".meta" || !is_entry_stem(meta.stem().string()) || !e.is_regular_file(ec)) continue;
-    char head[kEntryMagic.size()];
-    std::ifstream in(meta, std::ios::binary);
-    if (!in.read(head, sizeof head) || std::string_view(head, sizeof head) != kEntryMagic) continue;
-    fs::path object = fs::path(meta).replace_extension(".o");
-    int64_t bytes = int64_t(e.file_size(ec)) + int64_t(fs::file_size(object, ec));
-    if (ec) bytes = int64_t(e.file_size(ec));
-    total += bytes;
-    entries.push_back({e.last_write_time(ec), object, meta, bytes});
-  }
-  if (total <= limit) return;
-  std::sort(entries.begin(), entries.end());
-  for (const Entry& e : entries) {
-    if (total <= limit) break;
-    fs::remove(e.object, ec);
-    if (fs::remove(e.meta, ec)) {
-      total -= e.bytes;
-      KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", e.object.string(), e.bytes, limit);
-    }
-  }
+// The disk half of the kernel cache: object files, one directory per code-generator version.
+const inductor::KernelDiskCache& disk_cache() {
+  static const inductor::KernelDiskCache cache(fmt::format("kernels-v{}", kCodegenVersion), ".o");
+  return cache;
 }
 
 // Makes the vector stores through pointers tagged kStreamMetadata non-temporal where their alignment is proven
@@ -426,7 +301,6 @@ struct KernelJit::Lookup {
   const std::function<void(llvm::Module&, const std::string&)>& build;
   std::string* ir_out;
   std::string key_material, key, symbol;
-  fs::path dir, file, meta_file;
 
   Lookup(Impl& impl, const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
          const std::function<void(llvm::Module&, const std::string&)>& b, std::string* ir)
@@ -435,9 +309,6 @@ struct KernelJit::Lookup {
     key_material = fmt::format("{}\n{}\nv{}", key_text, target, kCodegenVersion);
     key = sha256_hex(key_material);
     symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
-    dir = cache_directory();
-    file = dir / (key + ".o");
-    meta_file = dir / (key + ".meta");
   }
 
   std::unique_ptr<llvm::Module> fresh_module(llvm::LLVMContext& ctx) const {
@@ -470,23 +341,16 @@ struct KernelJit::Lookup {
 
   // A verified disk entry, linked; a bad one is discarded (and nullopt returned, so the kernel is rebuilt).
   std::optional<KernelFn> from_disk() {
-    std::error_code ec;
-    if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) return std::nullopt;
-    auto entry = read_entry(file, meta_file, key_material);
-    if (entry.index() != 0) {
-      discard_entry(file, meta_file, std::get<1>(entry));
-      return std::nullopt;
-    }
+    std::optional<std::string> object = disk_cache().find(key, key_material);
+    if (!object) return std::nullopt;
     try {
-      KernelFn fn = im.load(std::get<0>(entry), symbol);
-      fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
-      KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
+      KernelFn fn = im.load(*object, symbol);
       ++im.stats.disk_hits;
       im.memory[key] = fn;
       show_cached_ir();
       return fn;
     } catch (const CompileError& e) {
-      discard_entry(file, meta_file, fmt::format("linking it failed: {}", e.what()));
+      disk_cache().discard(key, fmt::format("linking it failed: {}", e.what()));
       return std::nullopt;
     }
   }
@@ -528,19 +392,7 @@ struct KernelJit::Lookup {
     return fn;
   }
 
-  // The disk cache: best effort (an unwritable directory only costs the next process a compile). The object
-  // first, then the .meta that makes it an entry; each written atomically (files.h).
-  void store(const std::string& object) const {
-    try {
-      create_output_directory(dir.string());
-      write_file_atomic(file.string(), object);
-      write_file_atomic(meta_file.string(), entry_meta(key_material, object));
-      KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
-      evict(dir);
-    } catch (const Error& e) {
-      KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", symbol, e.what());
-    }
-  }
+  void store(const std::string& object) const { disk_cache().store(key, key_material, object, symbol); }
 };
 
 KernelFn KernelJit::get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,

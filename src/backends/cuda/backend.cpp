@@ -1,0 +1,173 @@
+// The CUDA backend: its Target, compiling a schedule's kernels to cubins, and launching them (backend.h).
+#include "backends/cuda/backend.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "backends/cuda/device_memory.h"
+#include "backends/cuda/driver.h"
+#include "backends/cuda/nvrtc.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/options.h"
+
+namespace kiln::cuda {
+
+using namespace inductor;
+
+namespace {
+
+// Blocks per multiprocessor a grid-stride launch keeps resident (more only adds loop overhead).
+constexpr int64_t kBlocksPerSm = 16;
+
+class Kernels final : public CudaKernels {
+ public:
+  struct Entry {
+    std::vector<int> args;
+    CudaKernel code;
+    std::string cubin;
+    std::string name;
+    mutable CUfunction function = nullptr;  // loaded at first launch (needs a device)
+  };
+  std::vector<Entry> entries;
+  std::vector<std::string> sources;
+  int built = 0;
+
+  const std::vector<int>& args(int kernel) const override { return entries[size_t(kernel)].args; }
+  const std::vector<std::string>& code() const override { return sources; }
+  int kernels_built() const override { return built; }
+  const CudaKernel& kernel(int kernel) const override { return entries[size_t(kernel)].code; }
+
+  void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status) const override {
+    const Entry& e = entries[size_t(kernel)];
+    if (e.code.work == 0) return;
+    std::string why;
+    const Driver* d = driver(&why);
+    if (!d) fail("CUDA backend: cannot run kernel {}: {}", e.name, why);
+    CUfunction f = function(e, *d);
+    std::vector<void*> params;
+    std::vector<CUdeviceptr> ptrs = buffers;
+    ptrs.push_back(status);
+    for (CUdeviceptr& p : ptrs) params.push_back(&p);
+    const int64_t per_block = e.code.rows ? 1 : e.code.block;
+    const int64_t grid = std::clamp<int64_t>((e.code.work + per_block - 1) / per_block, 1, d->sm_count * kBlocksPerSm);
+    check(d->launch_kernel(f, unsigned(grid), 1, 1, unsigned(e.code.block), 1, 1, 0, nullptr, params.data(), nullptr),
+          "cuLaunchKernel");
+  }
+
+  // Staging: each argument's span copied in, the kernel run, the written spans copied back.
+  int32_t launch(int kernel, char* const* buffers) const override {
+    const Entry& e = entries[size_t(kernel)];
+    if (e.code.work == 0) return kStatusOk;
+    std::string why;
+    const Driver* d = driver(&why);
+    if (!d) fail("CUDA backend: cannot run kernel {}: {}", e.name, why);
+    std::vector<DeviceBlock> blocks;
+    std::vector<CUdeviceptr> ptrs;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const auto [first, last] = e.code.spans[i];
+      const int64_t esize = element_size(i, e);
+      if (first > last) {
+        ptrs.push_back(0);
+        continue;
+      }
+      const size_t bytes = size_t(last - first + 1) * size_t(esize);
+      blocks.emplace_back(bytes);
+      check(d->memcpy_htod(blocks.back().ptr, buffers[i] + first * esize, bytes), "cuMemcpyHtoD");
+      ptrs.push_back(blocks.back().ptr - CUdeviceptr(first * esize));
+    }
+    DeviceBlock status(sizeof(int32_t));
+    check(d->memset_d8(status.ptr, 0, sizeof(int32_t)), "cuMemsetD8");
+    launch_on_device(kernel, ptrs, status.ptr);
+    check(d->ctx_synchronize(), "the kernel's run (cuCtxSynchronize)");
+    size_t b = 0;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const auto [first, last] = e.code.spans[i];
+      if (first > last) continue;
+      const int64_t esize = element_size(i, e);
+      if (e.code.written[i])
+        check(d->memcpy_dtoh(buffers[i] + first * esize, blocks[b].ptr, size_t(last - first + 1) * size_t(esize)),
+              "cuMemcpyDtoH");
+      ++b;
+    }
+    int32_t code = 0;
+    check(d->memcpy_dtoh(&code, status.ptr, sizeof code), "cuMemcpyDtoH");
+    return code;
+  }
+
+  std::vector<int64_t> element_sizes;  // per buffer of the lowered graph
+  int64_t element_size(size_t arg, const Entry& e) const { return element_sizes[size_t(e.args[arg])]; }
+
+ private:
+  static CUfunction function(const Entry& e, const Driver& d) {
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    if (!e.function) {
+      CUmodule module = nullptr;
+      check(d.module_load_data(&module, e.cubin.data()), "cuModuleLoadData");
+      check(d.module_get_function(&e.function, module, e.code.entry.c_str()), "cuModuleGetFunction");
+    }
+    return e.function;
+  }
+};
+
+Target cuda_target() {
+  Target t;
+  t.backend = "cuda";
+  t.description = fmt::format("{} nvrtc {} cuda-codegen v{}", target_arch(), nvrtc_version(), kCudaCodegenVersion);
+  t.vector_bytes = 16;
+  t.max_local_row_bytes = -1;  // no kernel-local rows: rows live in memory (L2) between a kernel's loops
+  t.max_local_bytes_per_kernel = 0;
+  t.streaming_threshold_bytes = 0;
+  t.streaming_threshold_source = "the CUDA backend has no streaming stores";
+  return t;
+}
+
+}  // namespace
+
+Target CudaBackend::target() const {
+  static const Target t = cuda_target();
+  return t;
+}
+
+std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const LoweredGraph& lg,
+                                                      CompileContext& ctx) const {
+  const bool want_code = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty();
+  const std::string arch = target_arch();
+  const int64_t before = cubin_stats().compiles;
+  auto out = std::make_unique<Kernels>();
+  for (const Buffer& b : lg.buffers) out->element_sizes.push_back(dtype_size(b.dtype));
+  for (const Kernel& k : s.kernels) {
+    Kernels::Entry e;
+    e.name = k.name;
+    print_kernel(k, lg, &e.args);
+    try {
+      e.code = emit_kernel_cuda(k, lg, e.args);
+      e.cubin = cubin_for(e.code.source, arch);
+    } catch (const Error& err) {
+      // Code generation never judges the user's graph: a failure there is a compiler bug, unless injected.
+      const bool injected = dynamic_cast<const CompileError*>(&err) && !ctx.inject.empty();
+      throw CompileError(fmt::format("graph {}: kernel {} (ending with %{}): {}", ctx.graph_name, k.name,
+                                     lg.nodes[size_t(k.loops.back().node)].origin, err.what()),
+                         "inductor/codegen", !injected);
+    }
+    if (want_code) KILN_LOG(LogChannel::OutputCode, "kernel {} of graph {} (CUDA C for {}):\n{}", k.name, ctx.graph_name, arch, e.code.source);
+    out->sources.push_back(want_code ? e.code.source : std::string());
+    out->entries.push_back(std::move(e));
+  }
+  out->built = int(cubin_stats().compiles - before);
+  return out;
+}
+
+}  // namespace kiln::cuda
+
+// Registered at static initialisation; CMakeLists.txt keeps this file linked through the anchor.
+extern "C" const int kiln_cuda_link_anchor = 0;
+
+namespace {
+const bool registered = [] {
+  static const kiln::cuda::CudaBackend backend;
+  kiln::inductor::register_device_backend("cuda", &backend);
+  return true;
+}();
+}  // namespace

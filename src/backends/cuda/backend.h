@@ -1,0 +1,35 @@
+// The CUDA backend (inductor/backend.h): CUDA C per fused kernel (codegen_cuda.h), compiled by NVRTC through the
+// cubin cache (nvrtc.h), launched through the driver API (driver.h). Its Target asks for no kernel-local rows,
+// streaming stores or deferred writes (the CPU's placement passes): the same scheduler, other data.
+//
+// Kernels run on the host program's buffers by staging (docs/cuda.md): each launch copies the spans of its
+// arguments to the GPU, runs and copies the written ones back, so every tool (kiln run, the comparator, the
+// minifier) already works with compiled GPU kernels; device tensors that avoid the copies come next.
+// `launch_on_device` runs a kernel on device pointers (benchmarks, and the device-tensor path to come).
+#pragma once
+#include <cuda.h>
+
+#include "backends/cuda/codegen_cuda.h"
+#include "inductor/backend.h"
+
+namespace kiln::cuda {
+
+class CudaBackend final : public inductor::Backend {
+ public:
+  std::string name() const override { return "cuda"; }
+  inductor::Target target() const override;
+  std::vector<inductor::SchedulePass> placement_passes() const override { return {}; }
+  std::string code_extension() const override { return ".cu"; }
+  std::unique_ptr<inductor::CompiledKernels> compile(const inductor::Schedule& s, const inductor::LoweredGraph& lg,
+                                                     inductor::CompileContext& ctx) const override;
+};
+
+class CudaKernels : public inductor::CompiledKernels {
+ public:
+  // Kernel `kernel` on device buffers (the data of args(kernel), in order) and a device status word, on the
+  // null stream, asynchronously. Throws kiln::Error when there is no device.
+  virtual void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status) const = 0;
+  virtual const CudaKernel& kernel(int kernel) const = 0;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,35 @@
+// CUDA C code generation: one __global__ function per fused kernel of the schedule, from the same loop IR the
+// CPU backend compiles. Two shapes (docs/cuda.md):
+//   flat  a kernel of one pointwise loop: a grid-stride loop over all its elements, one element a thread;
+//   rows  anything else: a block per outer point (grid-stride over the outer nest); each pointwise loop spreads
+//         the point's elements over the block's threads, each reduction accumulates a strided share per thread
+//         and combines them with warp shuffles and a block reduction; the block synchronises between loops, so
+//         a loop may read what an earlier loop wrote for the same outer point.
+// Index arithmetic is 32-bit where every index expression and loop bound of the kernel provably fits.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inductor/scheduler.h"
+
+namespace kiln::cuda {
+
+struct CudaKernel {
+  std::string source;        // CUDA C, with the prelude (prelude.h)
+  std::string entry;         // the __global__ function's name
+  bool rows = false;         // the rows shape (else flat)
+  int64_t work = 0;          // flat: elements; rows: outer points (0: nothing to launch)
+  int block = 256;           // threads per block
+  bool index32 = false;      // 32-bit index arithmetic
+  // Per argument: the element range [first, last] the kernel touches (empty when first > last), and whether it
+  // writes the argument.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  std::vector<bool> written;
+};
+
+// Kernel `k`'s CUDA C; `args` are its buffers in argument order (print_kernel's). Throws kiln::CompileError for
+// what this code generator does not handle yet (kernel-local rows, deferred writes: the CPU's placement passes).
+CudaKernel emit_kernel_cuda(const inductor::Kernel& k, const inductor::LoweredGraph& lg, const std::vector<int>& args);
+
+}  // namespace kiln::cuda

@@ -1,0 +1,39 @@
+// The device backends by name (backend.h): the host's, and those that registered themselves at start-up.
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "inductor/backend.h"
+
+namespace kiln::inductor {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, const Backend*> backends;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry;  // backends register during static initialisation, in any order
+  return *r;
+}
+
+}  // namespace
+
+void register_device_backend(const std::string& device, const Backend* backend) {
+  std::lock_guard lock(registry().mutex);
+  registry().backends[device] = backend;
+}
+
+const Backend& backend_for_device(const std::string& device) {
+  if (device == "cpu") return host_backend();
+  std::lock_guard lock(registry().mutex);
+  auto it = registry().backends.find(device);
+  if (it != registry().backends.end()) return *it->second;
+  std::string known = "cpu";
+  for (const auto& [name, b] : registry().backends) known += ", " + name;
+  fail("no inductor backend for device '{}' in this build (there are: {})", device, known);
+}
+
+}  // namespace kiln::inductor

@@ -1,0 +1,37 @@
+// The on-disk half of every backend's kernel cache (the CPU's objects, the CUDA backend's cubins): one
+// directory of verified entries per backend and code-generator version under KILN_CACHE_DIR, written atomically
+// so concurrent processes can share it, kept under KILN_CACHE_SIZE_LIMIT by least-recently-used eviction.
+// Backends derive the key (a SHA-256 of the key material: the kernel's text, the target, versions) and keep
+// their own in-memory index; the file format, verification and eviction are here, in one place.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace kiln::inductor {
+
+class KernelDiskCache {
+ public:
+  // Entries live in <cache root>/`subdirectory` ("kernels-v24") as KEY`extension` (".o", ".cubin") + KEY.meta.
+  KernelDiskCache(std::string subdirectory, std::string extension);
+
+  std::filesystem::path directory() const;  // KILN_CACHE_DIR, read when asked (tests change it)
+  std::filesystem::path object_path(const std::string& key) const;
+
+  // The object stored under `key` for exactly `key_material`, verified (size, SHA-256, no collision), or nullopt
+  // when there is none; an unusable entry is discarded with its reason on KILN_LOGS=cache. A hit refreshes the
+  // entry's place in the eviction order.
+  std::optional<std::string> find(const std::string& key, const std::string& key_material) const;
+  // Removes the entry (a caller that cannot use a verified object: the CPU JIT failing to link it).
+  void discard(const std::string& key, const std::string& why) const;
+  // Stores the entry, best effort (an unwritable directory only costs the next process a compile), then evicts.
+  void store(const std::string& key, const std::string& key_material, const std::string& object,
+             const std::string& what) const;
+
+ private:
+  std::string subdirectory_, extension_;
+  void evict(const std::filesystem::path& dir) const;
+  bool is_abandoned_temp_file(const std::filesystem::path& p) const;
+};
+
+}  // namespace kiln::inductor

@@ -1,0 +1,308 @@
+// The CUDA backend (docs/cuda.md). Without a GPU (CI here): every lowered op's CUDA C compiles with NVRTC, as do
+// reductions and fused chains; the cubin cache hits in memory and on disk; programs start without the driver.
+// With a GPU (ci/gpu-test.sh on the device machine; skipped with the reason elsewhere): compiled on the GPU ==
+// the fp64 interpreter through the comparator for every op in f32, f16, bf16 and integer dtypes, fused ==
+// unfused, and the examples.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "api/backends.h"
+#include "backends/cuda/driver.h"
+#include "backends/cuda/nvrtc.h"
+#include "cli_run.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "inductor/compile.h"
+#include "inductor/lowering_probe.h"
+#include "op_samples.h"
+#include "ops/api.h"
+#include "ops/dispatch.h"
+
+namespace kiln {
+namespace {
+
+CompileOptions cuda_options(bool fuse = true) {
+  CompileOptions o;
+  o.device = "cuda";
+  o.backend = "inductor_cuda";
+  o.fuse = fuse;
+  o.use_graph_cache = false;
+  return o;
+}
+
+graph::Graph parse(const std::string& text) { return graph::parse_graph(text, "test.kir"); }
+
+// The examples, from GPU_TEST_SOURCE_DIR when set (ci/gpu-test.sh --bundle runs these tests away from the tree).
+graph::Graph example(const std::string& name) {
+  const char* dir = std::getenv("GPU_TEST_SOURCE_DIR");
+  return graph::load_graph(std::string(dir && *dir ? dir : KILN_SOURCE_DIR) + "/examples/" + name + ".kir");
+}
+
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    std::string why;                                                                    \
+    if (!cuda::device_available(&why)) GTEST_SKIP() << "needs a CUDA device: " << why;  \
+  } while (0)
+
+// ---------------------------------------------------------------- without a GPU
+
+struct OpRow {
+  std::string name;
+};
+void PrintTo(const OpRow& r, std::ostream* os) { *os << r.name; }
+
+std::vector<OpRow> lowered_ops() {
+  std::vector<OpRow> rows;
+  for (const OpInfo& op : all_ops())
+    if (inductor::probe_lowering(op).kind != inductor::OpLowering::Kind::Unknown) rows.push_back({std::string(op.name)});
+  return rows;
+}
+
+class CudaOpCompiles : public ::testing::TestWithParam<OpRow> {};
+
+// The probe's one-node graph of every op (lowered, decomposed into lowered ops, or partly extern) compiles for
+// the GPU: every kernel's CUDA C passes NVRTC for sm_90 (the device's architecture where there is one).
+TEST_P(CudaOpCompiles, EveryKernelCompilesWithNvrtc) {
+  const OpInfo* op = find_op(GetParam().name);
+  ASSERT_NE(op, nullptr);
+  inductor::ProbeGraph probe = inductor::one_node_graph(*op);
+  if (!probe.decision) GTEST_SKIP() << "no probe call: " << probe.decision.reason();
+  try {
+    std::shared_ptr<CompiledGraph> c = compile(probe.graph, cuda_options());
+    EXPECT_GE(c->stats().kernels, 0);
+  } catch (const CompileError& e) {
+    FAIL() << e.what() << "\n" << graph::print_graph(probe.graph);
+  } catch (const Error& e) {
+    // A probe call the pipeline refuses before code generation (eager's storage checks): the CPU must refuse it too.
+    CompileOptions cpu = cuda_options();
+    cpu.device = "cpu";
+    EXPECT_THROW(compile(probe.graph, cpu), Error) << "only the CUDA compile refused it: " << e.what();
+    GTEST_SKIP() << "the probe's call is refused before code generation: " << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CudaOpCompiles, ::testing::ValuesIn(lowered_ops()),
+                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+
+TEST(CudaCodegen, ExamplesAndEveryDtypeCompile) {
+  for (const char* name : {"mlp", "softmax", "layernorm", "attention", "conv_block", "chain100"}) {
+    std::shared_ptr<CompiledGraph> c = compile(example(name), cuda_options());
+    EXPECT_GT(c->stats().kernels, 0) << name;
+  }
+  for (const char* dt : {"f16", "bf16", "f64", "i64", "i32", "i16", "i8", "u8"}) {
+    const std::string text = fmt::format(
+        "graph g(%x: {0}[33, 17], %y: {0}[17]) {{\n  %a = mul(%x, %y) : {0}[33, 17]\n  %b = add(%a, %x) : {0}[33, 17]\n"
+        "  %s = sum(%b, [1], True) : {1}[33, 1]\n  %m = amax(%b, [1]) : {0}[33]\n  %i = argmax(%b, 1) : i64[33]\n"
+        "  return %s, %m, %i\n}}\n",
+        dt, std::string(dt)[0] == 'f' || std::string(dt)[0] == 'b' ? dt : "i64");
+    EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+  }
+}
+
+TEST(CudaCodegen, SoftmaxIsBlockReductionsWithWarpShuffles) {
+  ScopedOption logs(Opt::Logs, "output_code");
+  graph::Graph g = parse("graph s(%x: f32[64, 100]) {\n  %y = softmax(%x, -1) : f32[64, 100]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options());
+  ASSERT_FALSE(c->kernel_llvm_ir().empty());
+  std::string all;
+  for (const std::string& code : c->kernel_llvm_ir()) all += code;
+  EXPECT_NE(all.find("__global__"), std::string::npos) << all;
+  EXPECT_NE(all.find("kiln_block_reduce("), std::string::npos) << all;
+  EXPECT_NE(all.find("typedef int idx_t;"), std::string::npos) << "small tensors index in 32 bits\n" << all;
+}
+
+TEST(CudaCodegen, LargeTensorsIndexIn64Bits) {
+  ScopedOption logs(Opt::Logs, "output_code");
+  graph::Graph g = parse("graph s(%x: f32[3000000000]) {\n  %y = relu(%x) : f32[3000000000]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options());
+  ASSERT_EQ(c->kernel_llvm_ir().size(), 1u);
+  EXPECT_NE(c->kernel_llvm_ir()[0].find("typedef i64 idx_t;"), std::string::npos) << c->kernel_llvm_ir()[0];
+}
+
+TEST(CudaCodegen, SecondCompileHitsTheCubinCacheInMemoryThenOnDisk) {
+  graph::Graph g = parse("graph c(%x: f32[8, 9]) {\n  %y = sin(%x) : f32[8, 9]\n  %z = mul(%y, %x) : f32[8, 9]\n"
+                         "  %w = cos(%z) : f32[8, 9]\n  return %w\n}\n");
+  compile(g, cuda_options());
+  const cuda::CubinStats first = cuda::cubin_stats();
+  std::shared_ptr<CompiledGraph> again = compile(g, cuda_options());
+  EXPECT_EQ(again->stats().kernels_built, 0);
+  EXPECT_GT(cuda::cubin_stats().memory_hits, first.memory_hits);
+  cuda::forget_memory_cubins();
+  std::shared_ptr<CompiledGraph> from_disk = compile(g, cuda_options());
+  EXPECT_EQ(from_disk->stats().kernels_built, 0);
+  EXPECT_GT(cuda::cubin_stats().disk_hits, first.disk_hits);
+}
+
+TEST(CudaCodegen, InjectedCompileErrorIsReportedWithNvrtcsMessage) {
+  ScopedOption inject(Opt::Inject, "relu:compile_error");
+  graph::Graph g = parse("graph r(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
+  try {
+    compile(g, cuda_options());
+    FAIL() << "expected a compile error";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVRTC"), std::string::npos) << e.what();
+    EXPECT_FALSE(e.internal()) << "an injected failure is not a compiler bug";
+  }
+}
+
+TEST(CudaCodegen, DebugDirKeepsTheCudaC) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("kiln-cuda-debug-{}", ::getpid());
+  {
+    ScopedOption debug(Opt::DebugDir, dir.string());
+    compile(parse("graph d(%x: f32[4]) {\n  %y = exp(%x) : f32[4]\n  return %y\n}\n"), cuda_options());
+  }
+  bool found = false;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    found |= e.path().extension() == ".cu";
+  EXPECT_TRUE(found) << "no .cu file under " << dir;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CudaBuild, ProgramsStartWithoutTheDriverAndRunWithoutAGpuSayWhy) {
+  if (!std::filesystem::exists(KILN_CLI)) GTEST_SKIP() << "the kiln CLI of this build is not at " << KILN_CLI << " (a bundle)";
+  cli_test::CliResult r = cli_test::shell("kiln --version");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::string why;
+  if (cuda::device_available(&why)) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_FALSE(why.empty());
+  graph::Graph g = parse("graph r(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options());
+  try {
+    (*c)(graph::seeded_inputs(g, 0));
+    FAIL() << "ran without a GPU";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaBuild, UnknownDeviceIsAClearError) {
+  CompileOptions o = cuda_options();
+  o.device = "tpu";
+  graph::Graph g = parse("graph r(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
+  try {
+    compile(g, o);
+    FAIL() << "compiled for an unknown device";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no inductor backend for device 'tpu'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- on a GPU
+
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  NoGradGuard no_grad;
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() ? clone(t).detach() : t);
+  return out;
+}
+
+CompareVerdict gpu_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs, bool fuse = true) {
+  manual_seed(7);
+  std::vector<Tensor> expected = graph::run_graph(g, clones(inputs));
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  manual_seed(7);
+  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options(fuse));
+  manual_seed(7);
+  std::vector<Tensor> actual = (*c)(clones(inputs));
+  return compare_outputs(expected, actual, reference);
+}
+
+std::map<std::string, rc::Gen<OpSample>> all_samples() {
+  auto all = differentiable_op_samples();
+  for (auto& [name, gen] : non_differentiable_op_samples()) all.emplace(name, gen);
+  return all;
+}
+const std::map<std::string, rc::Gen<OpSample>>& samples() {
+  static const auto s = all_samples();
+  return s;
+}
+std::vector<OpRow> sampled_ops() {
+  std::vector<OpRow> rows;
+  for (const auto& [name, gen] : samples()) rows.push_back({name});
+  return rows;
+}
+
+class CudaGpuOp : public ::testing::TestWithParam<OpRow> {};
+
+TEST_P(CudaGpuOp, CompiledOnTheGpuEqualsTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  const std::string& name = GetParam().name;
+  const OpInfo* op = find_op(name);
+  ASSERT_NE(op, nullptr);
+  const rc::Gen<OpSample>& gen = samples().at(name);
+  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I32}) {
+    check_property(fmt::format("CudaGpuOp/{}/{}", name, dtype_name(dt)), [&] {
+      OpSample sample = *gen;
+      RC_PRE(!sample.shape_depends_on_data);
+      graph::Graph g;
+      std::vector<Tensor> inputs;
+      try {
+        std::tie(g, inputs) = one_node_graph(*op, sample, dt);
+        manual_seed(7);
+        graph::run_graph(g, clones(inputs));
+      } catch (const Error&) {
+        // Most float ops refuse integer tensors outright: a refused i32 sample passes vacuously (discarding it
+        // would make RapidCheck give up on those ops); the i32 samples an op accepts are checked.
+        if (dt == DType::I32) RC_SUCCEED("the op does not accept this sample in i32");
+        RC_DISCARD("the op does not accept this sample in this dtype");
+      }
+      CompareVerdict v = gpu_vs_interpreter(g, inputs);
+      if (!v.ok) RC_FAIL(v.str() + "\n" + graph::print_graph(g));
+    }, 4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CudaGpuOp, ::testing::ValuesIn(sampled_ops()),
+                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+
+TEST(CudaGpu, ExamplesFusedAndUnfusedEqualTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  for (const char* name : {"mlp", "softmax", "layernorm", "attention", "conv_block", "chain100"}) {
+    graph::Graph g = example(name);
+    for (bool fuse : {true, false}) {
+      CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 0), fuse);
+      EXPECT_TRUE(v.ok) << name << (fuse ? " fused: " : " unfused: ") << v.str();
+    }
+  }
+}
+
+TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {
+           "graph a(%x: f32[3, 100000]) {\n  %y = softmax(%x, -1) : f32[3, 100000]\n  return %y\n}\n",
+           "graph b(%x: f32[1000001]) {\n  %s = sum(%x) : f32[]\n  %m = amax(%x, [0]) : f32[]\n  return %s, %m\n}\n",
+           "graph c(%x: f16[257, 513]) {\n  %y = sigmoid(%x) : f16[257, 513]\n  %s = sum(%y, [0]) : f16[513]\n  return %s\n}\n",
+           "graph d(%x: i32[77, 31]) {\n  %s = sum(%x, [1]) : i64[77]\n  %i = argmin(%x, 1) : i64[77]\n  return %s, %i\n}\n",
+       }) {
+    graph::Graph g = parse(text);
+    CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 3));
+    EXPECT_TRUE(v.ok) << text << v.str();
+  }
+}
+
+TEST(CudaGpu, IntegerDivisionByZeroIsReported) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph g = parse("graph z(%x: i64[4], %y: i64[4]) {\n  %q = div(%x, %y, rounding_mode=\"floor\") : i64[4]\n  return %q\n}\n");
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options());
+  Tensor x = full({4}, Scalar(int64_t(7)), DType::I64), y = zeros({4}, DType::I64);
+  try {
+    (*c)({x, y});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ZeroDivisionError"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
