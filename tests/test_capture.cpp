@@ -658,7 +658,8 @@ TEST_F(CaptureReproLevels, Level4MinifiesAnAccuracyFailure) {
 }
 
 // A compiled function called from its own kiln::disable region (while it traces, and again while it replays)
-// used to wait forever for the lock its outer call holds; the inner call now runs eagerly.
+// used to wait for the lock its outer call holds (glibc detects it and throws "Resource deadlock avoided"; a
+// replay's nested reader lock can hang); the inner call now runs eagerly.
 TEST(CaptureEagerRegions, AFunctionCalledFromItsOwnDisableRegionRunsThatCallEagerly) {
   for (std::string backend : {"eager", "inductor"}) {
     std::function<Tensor(const Tensor&, int64_t)> self;
