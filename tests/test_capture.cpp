@@ -4,13 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include <unistd.h>
 
 #include "capture/capture.h"
+#include "cli_run.h"
 #include "core/options.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
 #include "minifier/hook.h"
+#include "repro/repro.h"
+#include "repro/reproduce.h"
 #include "ops/api.h"
 
 namespace kiln {
@@ -477,13 +484,57 @@ TEST(CaptureLogs, ChannelsAndDebugDir) {
   EXPECT_NE(err.find("tensor 'arg0': f32[2] strides [1] cpu requires_grad=false"), std::string::npos) << err;
   EXPECT_NE(err.find("[kiln:graph_code] graph 1 of logged"), std::string::npos) << err;
   EXPECT_NE(err.find("= relu(%arg0)"), std::string::npos) << err;
-  EXPECT_NE(err.find("[kiln:capture] logged (" + here(line) + "): recorded relu (graph 1, op 1)"), std::string::npos)
+  EXPECT_NE(err.find("[kiln:capture] logged (" + here(line) + "): recorded relu at " + here(line + 2) +
+                     " (graph 1, op 1)"),
+            std::string::npos)
       << err;
   int dumped = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/capture"))
     dumped += entry.path().string().ends_with("_graph1.kir") || entry.path().string().ends_with("_graph2.kir");
   EXPECT_EQ(dumped, 2) << dir;
   std::filesystem::remove_all(dir);
+}
+
+// Each dumped graph has its inputs' values beside it: `kiln run G.kir --inputs G.inputs` (load_inputs, then the
+// interpreter) replays the captured call and gives what the compiled call gave. An argument the function
+// updates in place is dumped with the value the graph read, not the value after the call.
+TEST(CaptureLogs, DebugDirDumpsEachGraphWithItsInputValues) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::TempDir() + "/capture_inputs_" + std::to_string(::getpid());
+  fs::remove_all(dir);
+  Tensor w = iota({1}, 10);
+  auto f = compile([&](const Tensor& x) {
+    Tensor y = relu(x) * w;
+    add_(x, 1.0);
+    return y.is_nonzero() ? y : sum(y);
+  }, {.backend = "eager"});
+  // One element, so the bool break applies; run with the debug dir on so the trace keeps the values.
+  const Tensor x0 = iota({1}, 4);
+  Tensor x = clone(x0);
+  Tensor out;
+  {
+    ScopedOption debug(Opt::DebugDir, dir.string());
+    out = f(x);
+  }
+  std::vector<fs::path> kirs;
+  for (const auto& e : fs::directory_iterator(dir / "capture"))
+    if (e.path().extension() == ".kir") kirs.push_back(e.path());
+  std::sort(kirs.begin(), kirs.end());
+  ASSERT_EQ(kirs.size(), 1u) << "the bool read closes graph 1; nothing is recorded after it";
+  fs::path inputs = kirs[0];
+  inputs.replace_extension(".inputs");
+  ASSERT_TRUE(fs::is_directory(inputs)) << inputs;
+  graph::Graph g = graph::load_graph(kirs[0].string());
+  std::vector<Tensor> in = graph::load_inputs(g, inputs.string());
+  ASSERT_EQ(in.size(), 2u);  // the argument and the captured weight
+  expect_same(in[0], x0);    // as read, before add_ updated it
+  expect_same(in[1], w);
+  std::vector<Tensor> replayed = graph::run_graph(g, in);
+  expect_same(replayed.at(0), out);
+  // The CLI takes the same files.
+  cli_test::CliResult r = cli_test::kiln_cli("run '" + kirs[0].string() + "' --inputs '" + inputs.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
 }
 
 }  // namespace
@@ -506,6 +557,126 @@ TEST(CaptureRepro, ReproAfterCaptureSavesTheCapturedGraphWhoseCompileFails) {
     repros += entry.path().extension() == ".repro";
   EXPECT_EQ(repros, 1) << err;
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// KILN_REPRO_AFTER=capture at the levels of docs/options.md (level 1 is tested above): 2 also minifies a
+// compile error; 3 also saves and minifies a runtime error of a compiled captured graph; 4 also compares each
+// compiled graph's outputs with eager and minifies an accuracy failure. Every file written reproduces.
+class CaptureReproLevels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    install_repro_hook();
+    dir_ = std::filesystem::path(testing::TempDir()) /
+           fmt::format("capture_repro_{}_{}", ::getpid(), testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  // Compiles a three-op function with the hook at `level` and `inject`, and calls it twice (the first call
+  // traces and compiles, the second runs the compiled graph). Returns the error the caller saw ("" for none).
+  std::string call_twice(int level, const std::string& inject) {
+    ScopedOption after(Opt::ReproAfter, "capture"), lv(Opt::ReproLevel, std::to_string(level)),
+        debug(Opt::DebugDir, dir_.string()), inj(Opt::Inject, inject);
+    auto f = compile([](const Tensor& x) { return relu(x * 2.0) + 1.0; }, {.backend = "inductor"});
+    testing::internal::CaptureStderr();
+    std::string error;
+    try {
+      for (int i = 0; i < 2; ++i) f(iota({4}, -2));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    stderr_ = testing::internal::GetCapturedStderr();
+    return error;
+  }
+
+  // What the calls printed and the files they left, for failure messages.
+  std::string seen() const {
+    std::string out = "stderr:\n" + stderr_ + "files:";
+    if (std::filesystem::exists(dir_))
+      for (const auto& e : std::filesystem::directory_iterator(dir_)) out += " " + e.path().filename().string();
+    return out;
+  }
+
+  // The repro files whose names match `pattern`, each checked to reproduce its failure kind.
+  std::vector<ReproFile> reproducing(const std::string& pattern, FailureKind kind) {
+    std::vector<ReproFile> out;
+    if (!std::filesystem::exists(dir_)) return out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      if (!std::regex_match(e.path().filename().string(), std::regex(pattern))) continue;
+      ReproFile r = load_repro(e.path().string());
+      EXPECT_EQ(r.expected.kind, kind) << e.path();
+      ReproOutcome o = reproduce(r, e.path().string(), 60);
+      EXPECT_TRUE(o.reproduces) << e.path() << ": " << o.observed.message;
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::string stderr_;
+};
+
+TEST_F(CaptureReproLevels, Level2MinifiesTheCapturedGraphsCompileError) {
+  EXPECT_NE(call_twice(2, "relu:compile_error"), "");
+  std::vector<ReproFile> full = reproducing(R"(repro_[0-9a-f]{16}\.repro)", FailureKind::CompileError);
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_EQ(full[0].graph.num_op_nodes(), 3) << "the captured graph as the backend got it";
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::CompileError);
+  ASSERT_EQ(min.size(), 1u);
+  EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
+  std::filesystem::remove_all(dir_);
+  EXPECT_NE(call_twice(2, "relu:runtime_error"), "");
+  EXPECT_TRUE(reproducing(R"(.*\.repro)", FailureKind::RuntimeError).empty()) << "level 2 leaves runtime errors alone";
+}
+
+TEST_F(CaptureReproLevels, Level3SavesAndMinifiesARuntimeErrorOfTheCompiledGraph) {
+  EXPECT_NE(call_twice(3, "relu:runtime_error"), "");
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::RuntimeError);
+  ASSERT_EQ(min.size(), 1u);
+  EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
+  std::filesystem::remove_all(dir_);
+  EXPECT_EQ(call_twice(3, ""), "");
+  EXPECT_TRUE(reproducing(R"(.*\.repro)", FailureKind::RuntimeError).empty()) << "a good run leaves no repro";
+}
+
+TEST_F(CaptureReproLevels, Level4MinifiesAnAccuracyFailure) {
+  EXPECT_EQ(call_twice(4, "relu:accuracy"), "");  // the calls succeed, with a wrong result
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::Accuracy);
+  ASSERT_EQ(min.size(), 1u) << seen();
+  EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
+  std::filesystem::remove_all(dir_);
+  EXPECT_EQ(call_twice(3, "relu:accuracy"), "");
+  EXPECT_TRUE(reproducing(R"(.*\.repro)", FailureKind::Accuracy).empty()) << "below level 4 outputs are not compared";
+}
+
+// A compiled function called from its own kiln::disable region (while it traces, and again while it replays)
+// used to wait for the lock its outer call holds (glibc detects it and throws "Resource deadlock avoided"; a
+// replay's nested reader lock can hang); the inner call now runs eagerly.
+TEST(CaptureEagerRegions, AFunctionCalledFromItsOwnDisableRegionRunsThatCallEagerly) {
+  for (std::string backend : {"eager", "inductor"}) {
+    std::function<Tensor(const Tensor&, int64_t)> self;
+    auto f = compile(
+        [&self](const Tensor& x, int64_t depth) {
+          Tensor y = x * 2.0;
+          if (depth > 0)
+            y = disable([&self, depth](const std::vector<Tensor>& in) { return std::vector<Tensor>{self(in[0], depth - 1)}; },
+                        {y})[0];
+          return y + 1.0;
+        },
+        {.backend = backend});
+    self = [&f](const Tensor& x, int64_t depth) { return f(x, depth); };
+    // depth 1: (x*2)*2 + 1 + 1; the first call traces, the second replays (the region calls f again).
+    for (int i = 0; i < 2; ++i) expect_same(f(iota({3}), 1), (iota({3}) * 4.0 + 1.0) + 1.0);
+    EXPECT_EQ(f.core().recompiles(), 0) << backend << ": the inner calls did not touch the cache";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The compiled function's core (see compiled_function.h).
 #include "capture/compiled_function.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 
@@ -43,9 +44,29 @@ std::vector<std::string> CompiledFunction::recompile_reasons() const {
   return reasons_;
 }
 
+namespace {
+// The compiled functions this thread is inside (tracing or replaying one, holding its lock). A call of one of
+// them from its own eager region (a kiln::disable callable, directly or through another compiled function)
+// would wait for the lock this thread holds: it runs eagerly instead.
+thread_local std::vector<const CompiledFunction*> t_inside;
+struct Inside {
+  explicit Inside(const CompiledFunction* f) { t_inside.push_back(f); }
+  ~Inside() { t_inside.pop_back(); }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+};
+bool is_inside(const CompiledFunction* f) { return std::find(t_inside.begin(), t_inside.end(), f) != t_inside.end(); }
+}  // namespace
+
 Flat CompiledFunction::call(const Flat& args, const std::function<void(Flat&)>& names_of, const EagerRun& run,
                             SourceSite called_at) {
   if (Recorder::current()) return run();  // called while another function is traced: part of that trace
+  if (is_inside(this)) {
+    KILN_LOG(LogChannel::GraphBreaks, "{} called at {} from inside its own call (a kiln::disable region): this "
+             "inner call runs eagerly", label_, called_at.str());
+    return run();
+  }
+  Inside inside(this);
   if (capture_verify_enabled()) return trace_and_cache(args, names_of, run, nullptr, "", called_at, 0);
   const std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
   Lookup found;

@@ -3,6 +3,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/options.h"
+#include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
 
@@ -32,7 +34,7 @@ ScopedNoRecording::~ScopedNoRecording() {
 }
 
 Recorder::Recorder(const Flat& args, const std::vector<std::string>& leaf_names, RecordOptions options)
-    : options_(std::move(options)) {
+    : options_(std::move(options)), keep_input_values_(!opt_string(Opt::DebugDir).empty()) {
   for (size_t i = 0; i < args.leaves.size(); ++i) {
     const Leaf& leaf = args.leaves[i];
     if (!leaf.is_tensor) continue;
@@ -89,6 +91,10 @@ graph::ValueId Recorder::graph_value(const Tensor& t) {
   graph::ValueId id = open_.graph.add_input(tv.name, tv.meta);
   open_.inputs.push_back(value);
   open_.example_inputs.push_back(t);
+  if (keep_input_values_) {
+    ScopedNoRecording off;
+    open_.input_values.push_back(graph::layout_preserving_copy(t, t.dtype()));
+  }
   in_open_[value] = id;
   return id;
 }
@@ -143,7 +149,11 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
   for (const IValue& v : call.args) args.push_back(graph_arg(v));
   std::vector<graph::ValueId> ids;
   try {
-    ids = open_.graph.add_op(op.id, std::move(args));
+    // Graph values take the names of the trace values they become (t<id>), given here: a value renamed after
+    // it is added is not found by name (Graph::find_value), which the minifier relies on.
+    std::vector<std::string> names;
+    for (size_t i = 0; i < outputs.size(); ++i) names.push_back(fmt::format("t{}", trace_.values.size() + i));
+    ids = open_.graph.add_op(op.id, std::move(args), std::move(names));
   } catch (const Error& e) {
     return record_unsupported(call, outputs, fmt::format("{}: shape inference failed ({})", op.name, e.what()));
   }
@@ -160,11 +170,13 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
                                             dtype_name(m.dtype), shape_str(m.sizes)));
     }
   }
+  const SourceSite site = SourceSite::of_call(call);
+  if (call.where.line() > 0)
+    open_.graph.nodes().back().loc = {int(call.where.line()), int(call.where.column()), call.where.file_name()};
   ++trace_.recorded_ops;
   int mutated = op.is_inplace() ? value_of(call.tensor(0)) : -1;
   for (size_t i = 0; i < ids.size(); ++i) {
-    int v = new_value(ValueSource::Op, "", open_.graph.value(ids[i]).meta);
-    open_.graph.value(ids[i]).name = fmt::format("t{}", v);
+    int v = new_value(ValueSource::Op, open_.graph.value(ids[i]).name, open_.graph.value(ids[i]).meta);
     in_open_[v] = ids[i];
     defined_in_open_.push_back(v);
     if (i < outputs.size()) bind(outputs[i], v);
@@ -176,12 +188,12 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
       if (s == ValueSource::Argument || s == ValueSource::Captured) trace_.values[size_t(v)].written_back_to = root;
     }
   }
-  KILN_LOG(LogChannel::Capture, "{}: recorded {} (graph {}, op {})", options_.function, op.name,
+  KILN_LOG(LogChannel::Capture, "{}: recorded {} at {} (graph {}, op {})", options_.function, op.name, site.str(),
            trace_.segments.size() + 1, open_.graph.num_op_nodes());
 }
 
 void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>& outputs, const std::string& reason) {
-  SourceSite site{"op " + std::string(call.op->name), 0};
+  const SourceSite site = SourceSite::of_call(call);
   check_fullgraph(reason, site);
   // The op runs eagerly on every call with the arguments of this call (tensors replaced by the call's).
   graph::Node template_node;
@@ -216,7 +228,7 @@ void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>&
     region.output_metas.push_back(t.meta());
     bind(t, v);
   }
-  KILN_LOG(LogChannel::GraphBreaks, "graph break in {}: {}", options_.function, reason);
+  KILN_LOG(LogChannel::GraphBreaks, "graph break in {} at {}: {}", options_.function, site.str(), reason);
   trace_.steps.push_back({Step::Kind::Eager, int(trace_.eager.size())});
   trace_.eager.push_back(std::move(region));
 }

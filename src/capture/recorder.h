@@ -58,6 +58,7 @@ class Recorder final : public EagerCallObserver, public TensorReadObserver {
   Segment open_;
   std::unordered_map<int, graph::ValueId> in_open_;  // trace value -> value of the open segment's graph
   std::vector<int> defined_in_open_;
+  bool keep_input_values_ = false;  // KILN_DEBUG_DIR is set: segments keep their inputs' values to dump
   EagerCallObserver* previous_calls_;
   TensorReadObserver* previous_reads_;
 };

@@ -4,14 +4,21 @@
 #include <source_location>
 #include <string>
 
+#include "ops/op_info.h"
+
 namespace kiln::capture {
 
 struct SourceSite {
   std::string file;
   int line = 0;
   static SourceSite from(const std::source_location& where) { return {where.file_name(), int(where.line())}; }
-  // "file:line"; recorded ops carry no line yet (the Tensor API takes no source_location), so an op's site
-  // is unknown and says so.
+  // An op call's site: the user's line the Tensor API (or a custom op's handle) passed in OpCall::where; a
+  // call that came another way (call_op_named, no CallSite) has none and is named by its op.
+  static SourceSite of_call(const OpCall& call) {
+    if (call.where.line() > 0) return from(call.where);
+    return {"op " + std::string(call.name()), 0};
+  }
+  // "file:line", or "<line unknown: op X>" for a call that carried no site.
   std::string str() const { return line > 0 ? file + ":" + std::to_string(line) : "<line unknown: " + file + ">"; }
   bool operator==(const SourceSite&) const = default;
 };

@@ -42,6 +42,8 @@ struct Segment {
   // result is copied into that tensor when the program returned another buffer. (output index, value id).
   std::vector<std::pair<int, int>> writebacks;
   std::vector<Tensor> example_inputs;  // the trace's tensors (for the backend's compile), dropped after it
+  // Copies of the inputs' values when the trace read them (only with KILN_DEBUG_DIR: dumped beside the .kir).
+  std::vector<Tensor> input_values;
 };
 
 // Code that runs eagerly on every call, between graphs: a kiln::disable region, kiln::print, an op capture

@@ -28,6 +28,7 @@ std::unique_ptr<TreeNode> build_node(Trace& trace, size_t pos, const Compiler& c
       std::string label = fmt::format("graph {} of {}", ++graph_number, compiler.function);
       GraphProgram program = compile_segment(compiler.backend, seg, label);
       seg.example_inputs.clear();
+      seg.input_values.clear();
       node->steps.push_back({Step::Kind::Graph, int(node->segments.size())});
       node->segments.push_back({std::move(seg), std::move(program)});
     } else {

@@ -21,9 +21,11 @@ namespace kiln::graph {
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;  // an absent entry of a Tensor?[] argument
 
-// Where a node or value came from in a .kir file (0 = not from a file).
+// Where a node or value came from: a line of the .kir file it was read from (file null), or a line of the C++
+// program capture recorded it from (file: std::source_location's file name, static storage). 0 = not known.
 struct SourceLoc {
   int line = 0, col = 0;
+  const char* file = nullptr;
   bool known() const { return line > 0; }
 };
 

@@ -33,7 +33,8 @@ std::string node_label(const Graph& g, const Node& n) {
   std::string out = n.outputs.empty() ? std::string("node") : "%" + g.value(n.outputs[0]).name;
   for (size_t i = 1; i < n.outputs.size(); ++i) out += ", %" + g.value(n.outputs[i]).name;
   out += n.kind == NodeKind::Constant ? std::string(" = constant") : fmt::format(" = {}", n.info().name);
-  if (n.loc.known()) out += fmt::format(" (line {}:{})", n.loc.line, n.loc.col);
+  if (n.loc.known() && n.loc.file) out += fmt::format(" (at {}:{})", n.loc.file, n.loc.line);  // captured from C++
+  else if (n.loc.known()) out += fmt::format(" (line {}:{})", n.loc.line, n.loc.col);
   return out;
 }
 

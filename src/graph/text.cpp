@@ -390,7 +390,14 @@ class Lexer {
     char c = cur();
     if (is_ident_start(c)) {
       t.kind = Tok::Ident;
-      t.text = span(is_ident_char);
+      const size_t start = pos_;
+      span(is_ident_char);
+      // A custom op's namespaced name (ops/custom.h): mylib::scale.
+      while (at(0) == ':' && at(1) == ':' && is_ident_start(at(2))) {
+        take(), take();
+        span(is_ident_char);
+      }
+      t.text = src_.substr(start, pos_ - start);
     } else if (is_digit(c)) {
       number(t);
     } else if (c == '%') {
@@ -1124,6 +1131,10 @@ class Parser {
     if (!op) {
       std::vector<std::string> all;
       for (const OpInfo& o : all_ops()) all.emplace_back(o.name);
+      if (op_tok.text.find("::") != std::string_view::npos)
+        fail_at(op_tok, fmt::format("unknown op '{}': a custom op exists only in a program that registers it "
+                                    "(kiln::register_op, docs/capture.md); run this graph from that program",
+                                    op_tok.text));
       fail_at(op_tok, fmt::format("unknown op '{}'{}; `kiln ops` lists the ops", op_tok.text,
                                   did_you_mean(op_tok.text, all, false)));
     }
@@ -1231,6 +1242,7 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
     out += "  ";
     if (n.kind == NodeKind::Constant) append_constant(out, g, n, opts);
     else append_op(out, g, n);
+    if (n.loc.file && n.loc.known()) out += fmt::format("  # {}:{}", n.loc.file, n.loc.line);  // captured from C++
     out += '\n';
   }
   out += "  return";

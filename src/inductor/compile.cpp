@@ -57,9 +57,9 @@ CompileHook* active_hook(const std::string& stage) {
   if (hook && hook->wants(stage)) return hook;
   static std::atomic<bool> warned_stage{false};
   if (hook && !after.empty() && after != stage && !warned_stage.exchange(true))
-    std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER=%s: this compile serves stage %s, and nothing in kiln "
-                         "serves %s yet (no capture or AOT); no repros will be written\n", after.c_str(),
-                 stage.c_str(), after.c_str());
+    std::fprintf(stderr, "kiln: warning: KILN_REPRO_AFTER=%s: this compile serves stage %s, not %s, so it is not "
+                         "watched (the hook watches only compiles of stage %s)\n", after.c_str(), stage.c_str(),
+                 after.c_str(), after.c_str());
   if (hook) return nullptr;
   static std::atomic<bool> warned{false};
   if (!after.empty() && !warned.exchange(true))

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "ops/custom.h"
 
 namespace kiln::inductor {
 
@@ -66,6 +67,10 @@ std::string_view lowering_how_name(LoweringHow how) {
 }
 
 const LoweringRow* lowering_row(OpId op) {
+  // Custom ops (kiln::register_op) share one row: their kernels are opaque, so they run as extern calls.
+  static const LoweringRow custom{.how = LoweringHow::Extern,
+                                  .text = "custom op (kiln::register_op): its kernel is opaque to the inductor"};
+  if (is_custom_op(op)) return &custom;
   static const Table table = build();
   const std::optional<LoweringRow>& row = table[size_t(op)];
   return row ? &*row : nullptr;

@@ -261,12 +261,14 @@ std::vector<Tensor> dispatch_eager(const OpCall& call) {
 }
 }  // namespace
 
-std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional) {
-  return dispatch(bind_args(op_info(id), std::move(positional)));
+std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional, std::source_location where) {
+  OpCall call = bind_args(op_info(id), std::move(positional));
+  call.where = where;
+  return dispatch(call);
 }
 
-Tensor call_op1(OpId id, std::vector<IValue> positional) {
-  std::vector<Tensor> outs = call_op(id, std::move(positional));
+Tensor call_op1(OpId id, std::vector<IValue> positional, std::source_location where) {
+  std::vector<Tensor> outs = call_op(id, std::move(positional), where);
   return outs.at(0);
 }
 

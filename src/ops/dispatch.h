@@ -15,8 +15,9 @@ namespace kiln {
 OpCall bind_args(const OpInfo& op, std::vector<IValue> positional, const std::map<std::string, IValue>& kwargs = {});
 
 std::vector<Tensor> dispatch(const OpCall& call);
-std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional);
-Tensor call_op1(OpId id, std::vector<IValue> positional);  // single-output ops
+// `where`: the user's call site, kept in OpCall::where (the Tensor API passes its caller's).
+std::vector<Tensor> call_op(OpId id, std::vector<IValue> positional, std::source_location where = {});
+Tensor call_op1(OpId id, std::vector<IValue> positional, std::source_location where = {});  // single-output ops
 // By name (as in .kir files and the golden manifests): `call_op_named("add", {a, b}, {{"alpha", 2}})`.
 std::vector<Tensor> call_op_named(std::string_view name, std::vector<IValue> positional,
                                   const std::map<std::string, IValue>& kwargs = {});

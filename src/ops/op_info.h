@@ -2,6 +2,7 @@
 // the signatures of the functions each row provides. See ops.def for the rows and docs/adding-an-op.md.
 #pragma once
 #include <optional>
+#include <source_location>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,9 @@ struct OpInfo;
 struct OpCall {
   const OpInfo* op = nullptr;
   std::vector<IValue> args;
+  // The user's call site when the call came through the Tensor API (ops/api.h) or a custom op's handle;
+  // line 0 otherwise (the interpreter, tools). Capture names it in graph nodes, breaks and logs.
+  std::source_location where{};
 
   const Tensor& tensor(int i) const { return args[i].tensor(); }
   // Undefined tensor for None (Tensor? arguments).
@@ -113,6 +117,8 @@ struct OpInfo {
 // The table (built once, on first use; each family file's register function attaches its functions).
 const OpInfo& op_info(OpId id);
 const OpInfo* find_op(std::string_view name);
+// op_info and find_op also answer for custom ops (ops/custom.h, ids past the table); all_ops() is the
+// built-in table (ops.def) only.
 const std::vector<OpInfo>& all_ops();
 
 // What a family file uses to attach its functions to its rows.

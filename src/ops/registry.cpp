@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/options.h"
+#include "ops/custom.h"
 #include "ops/dispatch.h"
 #include "ops/families.h"
 
@@ -56,7 +57,7 @@ class SchemaParser {
 
   Schema parse() {
     Schema s;
-    s.name = ident();
+    s.name = op_name();
     expect('(');
     bool kwonly = false;
     skip_ws();
@@ -180,6 +181,15 @@ class SchemaParser {
     if (start == i_) error("expected a name");
     return std::string(t_.substr(start, i_ - start));
   }
+  // An op name: an identifier, or `namespace::name` (custom ops, ops/custom.h).
+  std::string op_name() {
+    std::string name = ident();
+    while (t_.substr(i_, 2) == "::") {
+      i_ += 2;
+      name += "::" + ident();
+    }
+    return name;
+  }
   unsigned char uchar() const { return (unsigned char)t_[i_]; }
   char peek() const { return i_ < t_.size() ? t_[i_] : '\0'; }
   void skip_ws() { while (i_ < t_.size() && t_[i_] == ' ') ++i_; }
@@ -272,7 +282,12 @@ const std::vector<OpInfo>& table() {
 }  // namespace
 
 const std::vector<OpInfo>& all_ops() { return table(); }
-const OpInfo& op_info(OpId id) { return table()[size_t(id)]; }
+const OpInfo& op_info(OpId id) {
+  if (!is_custom_op(id)) return table()[size_t(id)];
+  const OpInfo* custom = find_custom_op(id);
+  KILN_ASSERT(custom, "op id {} is neither a built-in op nor a registered custom op", size_t(id));
+  return *custom;
+}
 const OpInfo* find_op(std::string_view name) {
   // By name through a hash map (the .kir parser looks up every node's op); built once, after the table.
   static const std::unordered_map<std::string_view, const OpInfo*> by_name = [] {
@@ -281,7 +296,7 @@ const OpInfo* find_op(std::string_view name) {
     return m;
   }();
   auto it = by_name.find(name);
-  return it == by_name.end() ? nullptr : it->second;
+  return it != by_name.end() ? it->second : find_custom_op(name);
 }
 // KILN_INJECT's op names are checked against this table (core/options.h sits below it).
 [[maybe_unused]] const bool kInjectChecksOps = (set_op_exists_check([](std::string_view name) { return find_op(name) != nullptr; }), true);
