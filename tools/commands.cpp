@@ -5,6 +5,7 @@
 #include "kiln_version.h"
 
 #include "tools/cmd_bench.h"
+#include "tools/cmd_bisect.h"
 #include "tools/cmd_fuzz.h"
 #include "tools/cmd_gate.h"
 #include "tools/cmd_minify.h"
@@ -118,6 +119,7 @@ void add_commands(CLI::App& app) {
   add_gate_commands(app, runners());
   add_bench_commands(app, runners());
   add_fuzz_commands(app, runners());
+  add_bisect_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

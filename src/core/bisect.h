@@ -31,6 +31,12 @@ void check_bisect_settings();
 void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
                                      const std::string& what);
 
+// Asks the hook to remember the debug info of application `index` (0-based) of `stage:subsystem` when it is
+// asked (the bisector names the first bad application's site with it); watched_bisect_site() returns it ("" until
+// then). One watch at a time; reset_bisect_counts() clears it.
+void watch_bisect_site(std::string_view stage, std::string_view subsystem, int64_t index);
+std::string watched_bisect_site();
+
 // Applications asked so far per (stage, subsystem), including refused ones.
 std::map<std::pair<std::string, std::string>, int64_t> bisect_counts();
 void reset_bisect_counts();
