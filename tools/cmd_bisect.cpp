@@ -36,6 +36,9 @@ bisect::BisectOptions options_of(const BisectArgs& a) {
 
 int run_bisect(const BisectArgs& a) {
   KILN_CHECK(a.file.empty() != a.command.empty(), "kiln bisect: give a graph file or --cmd \"COMMAND\" (one of them)");
+  KILN_CHECK(a.command.empty() || (!a.accuracy && !a.error && a.inputs_dir.empty() && !a.seed),
+             "kiln bisect --cmd: the command's exit status is the verdict; --accuracy, --error, --inputs and --seed "
+             "apply to a graph file");
   if (!a.output.empty()) check_output_path(a.output);
   bisect::BisectOptions o = options_of(a);
   bisect::BisectReport r;

@@ -120,6 +120,7 @@ void add_commands(CLI::App& app) {
   add_bench_commands(app, runners());
   add_fuzz_commands(app, runners());
   add_bisect_commands(app, runners());
+  add_doctor_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {
