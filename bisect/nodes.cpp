@@ -2,6 +2,7 @@
 // every value of the fp64 interpreter, in a forked child, then narrowed inside the guilty kernel.
 #include "bisect/nodes.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -75,28 +76,17 @@ std::vector<graph::ValueId> values_judged(const graph::Graph& g, const std::vect
   return judged;
 }
 
-// In a child: compile under `rec`, run twice recording, and compare each materialised value of `g` with `refs`.
-nlohmann::json record_and_compare(const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                  const std::vector<Tensor>& refs, const GeneratorState& seed, const Recording& rec,
-                                  double tolerance) {
-  // A narrowing setting whose site this graph never asks warns on stderr; its verdict is this child's payload.
-  if (!rec.settings.empty() && std::freopen("/dev/null", "w", stderr) == nullptr) std::clearerr(stderr);
-  std::vector<std::unique_ptr<ScopedOption>> applied;
-  for (const auto& [opt, value] : rec.settings) applied.push_back(std::make_unique<ScopedOption>(opt, value));
-  CompileOptions co;
-  co.use_graph_cache = false;
-  std::shared_ptr<CompiledGraph> c = compile(g, co);
-  isolated_run_starts();
-  auto run = [&] {
-    default_generator() = seed;
-    return c->run_recording(graph::copy_inputs(inputs));
-  };
-  std::vector<CompiledGraph::Materialised> a = run(), b = run();
-  nlohmann::json out;
-  out["deterministic"] = a.size() == b.size();
-  for (size_t i = 0; i < a.size() && out["deterministic"].get<bool>(); ++i)
-    out["deterministic"] = a[i].value == b[i].value && same_bits(a[i].tensor, b[i].tensor);
-  if (!out["deterministic"].get<bool>()) return out;
+bool same_recording(const std::vector<CompiledGraph::Materialised>& a, const std::vector<CompiledGraph::Materialised>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].value != b[i].value || !same_bits(a[i].tensor, b[i].tensor)) return false;
+  return true;
+}
+
+// The first recorded buffer whose value of `g` diverges from its fp64 reference (an empty object: none).
+nlohmann::json first_divergence(const graph::Graph& g, const std::vector<Tensor>& refs,
+                                const std::vector<CompiledGraph::Materialised>& a, double tolerance) {
+  nlohmann::json out = nlohmann::json::object();
   CompareOptions cmp;
   cmp.tol = tolerance;
   std::vector<graph::ValueId> judged = values_judged(g, a);
@@ -121,6 +111,31 @@ nlohmann::json record_and_compare(const graph::Graph& g, const std::vector<Tenso
   return out;
 }
 
+// In a child: compile under `rec`, run twice recording, and find the first diverging value of each run.
+nlohmann::json record_and_compare(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                  const std::vector<Tensor>& refs, const GeneratorState& seed, const Recording& rec,
+                                  double tolerance) {
+  // A narrowing setting whose site this graph never asks warns on stderr; its verdict is this child's payload.
+  if (!rec.settings.empty() && std::freopen("/dev/null", "w", stderr) == nullptr) std::clearerr(stderr);
+  std::vector<std::unique_ptr<ScopedOption>> applied;
+  for (const auto& [opt, value] : rec.settings) applied.push_back(std::make_unique<ScopedOption>(opt, value));
+  CompileOptions co;
+  co.use_graph_cache = false;
+  std::shared_ptr<CompiledGraph> c = compile(g, co);
+  isolated_run_starts();
+  auto run = [&] {
+    default_generator() = seed;
+    return c->run_recording(graph::copy_inputs(inputs));
+  };
+  std::vector<CompiledGraph::Materialised> a = run(), b = run();
+  // A bug that reads memory nobody wrote (a wrong fusion) gives other values on every run: what must agree is
+  // which value diverges first.
+  nlohmann::json first = first_divergence(g, refs, a, tolerance), second = first_divergence(g, refs, b, tolerance);
+  first["deterministic"] = first.value("value", std::string()) == second.value("value", std::string());
+  first["bitwise_repeatable"] = same_recording(a, b);
+  return first;
+}
+
 std::optional<Divergence> divergence_of(const nlohmann::json& j, const std::string& narrowed_by) {
   if (!j.contains("value")) return std::nullopt;
   Divergence d;
@@ -129,9 +144,18 @@ std::optional<Divergence> divergence_of(const nlohmann::json& j, const std::stri
   d.step = j["step"];
   d.verdict = j["verdict"];
   d.worst_index = j["worst_index"];
-  d.expected = j["expected"].get<std::vector<double>>();
-  d.actual = j["actual"].get<std::vector<double>>();
+  // JSON has no NaN or infinity: nlohmann writes them as null.
+  auto numbers = [](const nlohmann::json& a) {
+    std::vector<double> v;
+    for (const nlohmann::json& x : a) v.push_back(x.is_number() ? x.get<double>() : std::nan(""));
+    return v;
+  };
+  d.expected = numbers(j["expected"]);
+  d.actual = numbers(j["actual"]);
   d.narrowed_by = narrowed_by;
+  if (!j.value("bitwise_repeatable", true))
+    d.narrowed_by += "; its values differ between two runs (memory read before it was written?), the first diverging "
+                     "node does not";
   return d;
 }
 
@@ -175,11 +199,13 @@ void find_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, B
     IsolatedResult res = run_isolated([&] { return record_and_compare(g, inputs, refs, seed, rec, o.tolerance).dump(); },
                                       o.timeout_s, setup_limit_for(o.timeout_s));
     ++r.child_runs;
+    if (o.progress)
+      fmt::print(stderr, "kiln bisect: [{} runs] node step, {}: {:.1f} s\n", r.child_runs, rec.name, res.seconds);
     if (res.kind != FailureKind::None) continue;  // this recording crashed or hung: try the next way
     nlohmann::json j = nlohmann::json::parse(res.payload);
     if (!j["deterministic"].get<bool>()) {
       if (&rec == &kRecordings[0]) {
-        r.divergence_note = "the compiled program gives different values on two runs: the failure is nondeterministic";
+        r.divergence_note = "two runs of the compiled program diverge first at different values: nondeterministic";
         return;
       }
       continue;

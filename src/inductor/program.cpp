@@ -4,6 +4,7 @@
 #include "inductor/program.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "core/error.h"
@@ -64,6 +65,9 @@ IValue scalar_arg(const graph::Arg& a) {
 struct CompiledGraph::Impl::RunState {
   std::vector<Tensor> bufs;
   BufferPool pool;
+  // Recording runs fill each buffer with NaN bytes when a kernel first takes it, so a read of memory no step
+  // wrote gives the same (NaN) value on every run instead of what the last run left there.
+  bool poison_fresh_buffers = false;
 };
 
 // The inputs, each in the layout the kernels index (copied when its strides differ), and the constants.
@@ -98,6 +102,7 @@ void CompiledGraph::Impl::run_kernel(RunState& rs, int kernel) const {
     if (!rs.bufs[size_t(b)].defined()) {
       const Buffer& buf = lowered.buffers[size_t(b)];
       rs.bufs[size_t(b)] = tensor_on(rs.pool.take(buf.nbytes()), buf.dtype, buf.sizes, buf.strides, 0);
+      if (rs.poison_fresh_buffers) std::memset(rs.bufs[size_t(b)].data_ptr(), 0xff, size_t(buf.nbytes()));
     }
     ptrs.push_back(static_cast<char*>(rs.bufs[size_t(b)].data_ptr()));
   }
@@ -211,6 +216,7 @@ void CompiledGraph::Impl::record_step(const RunState& rs, const Step& st, std::v
 // The host program: inputs bound, then each step (a kernel or an extern call) and the frees after it.
 std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs, std::vector<Materialised>* record) const {
   RunState rs;
+  rs.poison_fresh_buffers = record != nullptr;
   bind_inputs(rs, inputs);
   NoGradGuard no_grad;
   for (const Step& st : schedule.steps) {
