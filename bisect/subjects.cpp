@@ -109,20 +109,11 @@ class GraphSubject : public Subject {
     FailureOracle oracle(oo);
     IsolatedResult r = run_isolated([&] {
       auto applied = apply_in_child(t, false);
-      // The backend compiles and runs in one call: the oracle's separate compile step would compile twice, and
-      // the second compile's applications would count on from the first's (KILN_BISECT_LIMIT counts per process).
-      isolated_run_starts();
       std::vector<Tensor> outs;
-      FailureSignature f;
-      try {
-        default_generator() = seed_;
-        outs = find_backend(t.backend)(g_, graph::copy_inputs(inputs_));
-        f = oracle.compare(outs, ref_);
-      } catch (const std::exception& e) {
-        f = failure_of_exception(e);
-      }
+      std::optional<FailureSignature> error = oracle.run_backend(g_, graph::copy_inputs(inputs_), false, outs);
+      FailureSignature f = error ? *error : oracle.compare(outs, ref_);
       return payload(f, hook_counts(), true, watched_bisect_site());
-    }, o_.timeout_s + oracle.setup_limit_s(), 0);
+    }, o_.timeout_s, oracle.setup_limit_s());
     return decode(r);
   }
 

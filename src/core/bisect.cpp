@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -173,6 +174,29 @@ void reset_bisect_counts() {
   c.watched_key.clear();
   c.watched_index = -1;
   c.watched_info.clear();
+}
+
+void compile_step_then_run(const std::function<void()>& compile_step, const std::function<void()>& run) {
+  Counters& c = counters();
+  auto save = [&] {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    return std::make_pair(c.per_subsystem, c.per_stage);
+  };
+  auto restore = [&](const auto& state) {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    std::tie(c.per_subsystem, c.per_stage) = state;
+  };
+  const auto before = save();
+  compile_step();
+  const auto after = save();
+  restore(before);
+  struct KeepCompileCounts {  // also when `run` throws
+    std::function<void()> done;
+    ~KeepCompileCounts() { done(); }
+  } keep{[&] {
+    if (save() == before) restore(after);
+  }};
+  run();
 }
 
 void watch_bisect_site(std::string_view stage, std::string_view subsystem, int64_t index) {
