@@ -2,6 +2,7 @@
 // in a forked child (repro/isolate.h), so a crash or a hang is a verdict, reported back as a JSON payload.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -229,10 +230,12 @@ class FunctionSubject : public Subject {
 BisectReport bisect_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o,
                           const std::string& rerun) {
   KILN_CHECK(!o.backend.empty(), "kiln bisect: name the backend to bisect with --backend");
+  const auto start = std::chrono::steady_clock::now();
   GraphSubject subject(g, inputs, o, rerun);
   BisectReport r = search(subject, o);
   if (r.outcome == BisectReport::Outcome::Bisected || r.outcome == BisectReport::Outcome::Unexplained)
     find_divergence(g, inputs, r, o);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();  // with the node step
   return r;
 }
 
