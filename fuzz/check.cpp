@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "api/backends.h"
+#include "core/bisect.h"
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
@@ -68,17 +69,21 @@ namespace {
 // generous compile limit, isolate.h), then runs them (the timed step): the verdicts, separated.
 std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts, size_t start, size_t end) {
   quiet_child();
-  if (const BackendCompileFn* compile = find_backend_compiler(opts.backend))
-    for (size_t i = start; i < end; ++i) {
-      AppliedConfig config(jobs[i].config);
-      try {
-        (*compile)(*jobs[i].graph);  // a compile error shows again when the job runs
-      } catch (const Error&) {
-      }
-    }
-  isolated_run_starts();
   std::string out;
-  for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
+  // The runs compile again where the backend bypasses its graph cache (under KILN_BISECT_*, core/bisect.h).
+  compile_step_then_run([&] {
+    if (const BackendCompileFn* compile = find_backend_compiler(opts.backend))
+      for (size_t i = start; i < end; ++i) {
+        AppliedConfig config(jobs[i].config);
+        try {
+          (*compile)(*jobs[i].graph);  // a compile error shows again when the job runs
+        } catch (const Error&) {
+        }
+      }
+  }, [&] {
+    isolated_run_starts();
+    for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
+  });
   return out;
 }
 

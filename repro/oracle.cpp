@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "api/backends.h"
+#include "core/bisect.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
@@ -42,9 +43,11 @@ std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g
   try {
     // Compiling is the child's setup step: a cold kernel cache must not make a graph look like a hang, so
     // only the run counts against the time limit (docs/minifier.md, Time limits).
-    if (const BackendCompileFn* compile = find_backend_compiler(opts_.backend)) (*compile)(g);
-    isolated_run_starts();
-    if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
+    const BackendCompileFn* compile = find_backend_compiler(opts_.backend);
+    compile_step_then_run([&] { if (compile) (*compile)(g); }, [&] {
+      isolated_run_starts();
+      if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
+    });
   } catch (const std::exception& e) {
     return failure_of_exception(e);
   }

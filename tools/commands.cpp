@@ -5,6 +5,7 @@
 #include "kiln_version.h"
 
 #include "tools/cmd_bench.h"
+#include "tools/cmd_bisect.h"
 #include "tools/cmd_fuzz.h"
 #include "tools/cmd_gate.h"
 #include "tools/cmd_import.h"
@@ -146,6 +147,8 @@ void add_commands(CLI::App& app) {
   add_bench_commands(app, runners());
   add_fuzz_commands(app, runners());
   add_import_commands(app, runners());
+  add_bisect_commands(app, runners());
+  add_doctor_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <mutex>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -16,6 +17,9 @@ struct Counters {
   std::mutex mutex;
   std::map<std::pair<std::string, std::string>, int64_t> per_subsystem;
   std::map<std::string, int64_t, std::less<>> per_stage;
+  std::string watched_key;  // "stage:subsystem" of watch_bisect_site ("" = none)
+  int64_t watched_index = -1;
+  std::string watched_info;
 };
 
 Counters& counters() {
@@ -128,11 +132,19 @@ void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::
 bool should_run(std::string_view stage, std::string_view subsystem, const std::function<std::string()>& debug_info) {
   std::string key = fmt::format("{}:{}", stage, subsystem);
   int64_t index, stage_index;
+  bool watched;
   {
     Counters& c = counters();
     std::lock_guard<std::mutex> lock(c.mutex);
     index = c.per_subsystem[{std::string(stage), std::string(subsystem)}]++;
     stage_index = c.per_stage[std::string(stage)]++;
+    watched = index == c.watched_index && key == c.watched_key;
+  }
+  if (watched && debug_info) {
+    std::string info = debug_info();
+    Counters& c = counters();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.watched_info = std::move(info);
   }
   bool run = true;
   std::string why;
@@ -159,6 +171,46 @@ void reset_bisect_counts() {
   std::lock_guard<std::mutex> lock(c.mutex);
   c.per_subsystem.clear();
   c.per_stage.clear();
+  c.watched_key.clear();
+  c.watched_index = -1;
+  c.watched_info.clear();
+}
+
+void compile_step_then_run(const std::function<void()>& compile_step, const std::function<void()>& run) {
+  Counters& c = counters();
+  auto save = [&] {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    return std::make_pair(c.per_subsystem, c.per_stage);
+  };
+  auto restore = [&](const auto& state) {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    std::tie(c.per_subsystem, c.per_stage) = state;
+  };
+  const auto before = save();
+  compile_step();
+  const auto after = save();
+  restore(before);
+  struct KeepCompileCounts {  // also when `run` throws
+    std::function<void()> done;
+    ~KeepCompileCounts() { done(); }
+  } keep{[&] {
+    if (save() == before) restore(after);
+  }};
+  run();
+}
+
+void watch_bisect_site(std::string_view stage, std::string_view subsystem, int64_t index) {
+  Counters& c = counters();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.watched_key = fmt::format("{}:{}", stage, subsystem);
+  c.watched_index = index;
+  c.watched_info.clear();
+}
+
+std::string watched_bisect_site() {
+  Counters& c = counters();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.watched_info;
 }
 
 }  // namespace kiln

@@ -31,6 +31,18 @@ void check_bisect_settings();
 void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
                                      const std::string& what);
 
+// Asks the hook to remember the debug info of application `index` (0-based) of `stage:subsystem` when it is
+// asked (the bisector names the first bad application's site with it); watched_bisect_site() returns it ("" until
+// then). One watch at a time; reset_bisect_counts() clears it.
+void watch_bisect_site(std::string_view stage, std::string_view subsystem, int64_t index);
+std::string watched_bisect_site();
+
+// Runs a tool's compile step, then `run`, which compiles the same graphs again when the backend bypasses its
+// graph cache (as it does under KILN_BISECT_*): KILN_BISECT_LIMIT counts applications per process, so the run
+// counts from where the compile step started and both compiles take the same decisions. When the run compiled
+// nothing (it reused the compile step's program), the compile step's counts are kept.
+void compile_step_then_run(const std::function<void()>& compile_step, const std::function<void()>& run);
+
 // Applications asked so far per (stage, subsystem), including refused ones.
 std::map<std::pair<std::string, std::string>, int64_t> bisect_counts();
 void reset_bisect_counts();

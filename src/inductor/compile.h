@@ -37,6 +37,17 @@ class CompiledGraph {
   // differ from the graph's are copied to the compiled layout first.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   const CompileStats& stats() const;
+  // A buffer the program materialised: a kernel's output or an extern call's result (kernel-local rows are not
+  // materialised), named as the value of the compiled (decomposed) graph it holds, with the step that wrote it.
+  struct Materialised {
+    std::string value;  // the value's name, without '%'
+    std::string step;   // the kernel's name ("k3") or "extern"
+    Tensor tensor;      // a copy taken right after the step
+    graph::SourceLoc loc;  // the source line of the node that computes it (a decomposed node: its composite's)
+  };
+  // Runs the program like operator() and returns every materialised buffer in the order the steps wrote them
+  // (the accuracy bisector compares them with the fp64 reference). Recording changes no compile decision.
+  std::vector<Materialised> run_recording(const std::vector<Tensor>& inputs) const;
   // The scheduled loop IR (kernels and extern calls in order) and each kernel's LLVM IR (when it was built in
   // this process or KILN_LOGS=output_code / KILN_DEBUG_DIR asked for it).
   const std::string& loop_ir() const;

@@ -3,6 +3,8 @@
 // run under the repro hook.
 #include "inductor/program.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "core/error.h"
@@ -63,6 +65,9 @@ IValue scalar_arg(const graph::Arg& a) {
 struct CompiledGraph::Impl::RunState {
   std::vector<Tensor> bufs;
   BufferPool pool;
+  // Recording runs fill each buffer with NaN bytes when a kernel first takes it, so a read of memory no step
+  // wrote gives the same (NaN) value on every run instead of what the last run left there.
+  bool poison_fresh_buffers = false;
 };
 
 // The inputs, each in the layout the kernels index (copied when its strides differ), and the constants.
@@ -97,6 +102,7 @@ void CompiledGraph::Impl::run_kernel(RunState& rs, int kernel) const {
     if (!rs.bufs[size_t(b)].defined()) {
       const Buffer& buf = lowered.buffers[size_t(b)];
       rs.bufs[size_t(b)] = tensor_on(rs.pool.take(buf.nbytes()), buf.dtype, buf.sizes, buf.strides, 0);
+      if (rs.poison_fresh_buffers) std::memset(rs.bufs[size_t(b)].data_ptr(), 0xff, size_t(buf.nbytes()));
     }
     ptrs.push_back(static_cast<char*>(rs.bufs[size_t(b)].data_ptr()));
   }
@@ -182,14 +188,41 @@ std::vector<Tensor> CompiledGraph::Impl::collect_outputs(const RunState& rs) con
   return outs;
 }
 
+// Copies of the buffers step `st` wrote: a kernel's loop outputs other than its kernel-local rows, or an extern
+// call's results.
+void CompiledGraph::Impl::record_step(const RunState& rs, const Step& st, std::vector<Materialised>& out) const {
+  std::vector<int> written;
+  if (st.kind == Step::Kind::Kernel) {
+    const Kernel& k = schedule.kernels[size_t(st.index)];
+    for (const KernelLoop& l : k.loops) {
+      int b = lowered.nodes[size_t(l.node)].buffer;
+      if (std::find(k.local_buffers.begin(), k.local_buffers.end(), b) == k.local_buffers.end()) written.push_back(b);
+    }
+  } else {
+    for (int b : lowered.nodes[size_t(st.index)].extern_outputs)
+      if (b >= 0) written.push_back(b);
+  }
+  const std::string step = st.kind == Step::Kind::Kernel ? schedule.kernels[size_t(st.index)].name : "extern";
+  for (int b : written) {
+    if (b < 0 || !rs.bufs[size_t(b)].defined()) continue;
+    const std::string& name = lowered.buffers[size_t(b)].name;
+    graph::SourceLoc loc;
+    if (std::optional<graph::ValueId> v = graph.find_value(name); v && graph.value(*v).producer >= 0)
+      loc = graph.nodes()[size_t(graph.value(*v).producer)].loc;
+    out.push_back({name, step, clone(rs.bufs[size_t(b)]), loc});
+  }
+}
+
 // The host program: inputs bound, then each step (a kernel or an extern call) and the frees after it.
-std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs, std::vector<Materialised>* record) const {
   RunState rs;
+  rs.poison_fresh_buffers = record != nullptr;
   bind_inputs(rs, inputs);
   NoGradGuard no_grad;
   for (const Step& st : schedule.steps) {
     if (st.kind == Step::Kind::Kernel) run_kernel(rs, st.index);
     else run_extern(rs, st.index);
+    if (record) record_step(rs, st, *record);
     free_after(rs, st);
   }
   return collect_outputs(rs);
@@ -220,6 +253,11 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 CompiledGraph::~CompiledGraph() = default;
 std::vector<Tensor> CompiledGraph::operator()(const std::vector<Tensor>& inputs) const {
   return impl_->watch ? impl_->run_watched(inputs) : impl_->run(inputs);
+}
+std::vector<CompiledGraph::Materialised> CompiledGraph::run_recording(const std::vector<Tensor>& inputs) const {
+  std::vector<Materialised> record;
+  impl_->run(inputs, &record);
+  return record;
 }
 const CompileStats& CompiledGraph::stats() const { return impl_->stats; }
 const std::string& CompiledGraph::loop_ir() const { return impl_->loop_ir; }

@@ -37,7 +37,9 @@ struct CompiledGraph::Impl {
   };
   std::unique_ptr<Watch> watch;
 
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // `record`, when given, receives a copy of every buffer each step materialised (run_recording).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs,
+                          std::vector<CompiledGraph::Materialised>* record = nullptr) const;
   std::vector<Tensor> run_watched(const std::vector<Tensor>& inputs) const;
 
   // The steps of run(), in order.
@@ -47,6 +49,7 @@ struct CompiledGraph::Impl {
   void run_extern(RunState& rs, int node) const;
   std::vector<IValue> extern_args(const RunState& rs, int node) const;
   void free_after(RunState& rs, const inductor::Step& st) const;
+  void record_step(const RunState& rs, const inductor::Step& st, std::vector<CompiledGraph::Materialised>& out) const;
   std::vector<Tensor> collect_outputs(const RunState& rs) const;
 };
 

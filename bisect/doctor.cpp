@@ -1,0 +1,177 @@
+// kiln doctor (doctor.h): ablation, minification, bisection of the minified repro, and the Markdown and HTML
+// report.
+#include "bisect/doctor.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/files.h"
+#include "graph/inputs.h"
+#include "graph/text.h"
+#include "kiln_version.h"
+#include "minifier/minifier.h"
+#include "repro/oracle.h"
+
+namespace kiln::bisect {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string rung_result(const LadderRung& r) {
+  return r.failure.failed() ? fmt::format("FAILS: {}", r.failure.kind) : "passes";
+}
+
+// The closing section both reports share: the repro file and the exact bad pass, as plain lines.
+std::vector<std::string> conclusion(const DoctorResult& d) {
+  std::vector<std::string> lines;
+  if (!d.failed) return {"Every backend of the ladder passes: nothing to repair."};
+  lines.push_back(fmt::format("Repro file: `{}` (check it with `kiln repro run {}`; {})", d.repro_path, d.repro_path,
+                              d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + d.reverify_message));
+  const BisectReport& b = d.bisect;
+  if (b.culprit && !b.culprit->is_flip)
+    lines.push_back(fmt::format("The bad pass: `{}` application #{} (`{}`{}): `{}` fails, `{}` passes.", b.culprit->site,
+                                b.culprit->application, b.culprit->site_info,
+                                b.culprit->location.empty() ? "" : ", at " + b.culprit->location, b.repro_command,
+                                b.good_command));
+  else if (b.culprit)
+    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip '{}' does: `{}` passes.",
+                                b.culprit->site, b.good_command));
+  else
+    lines.push_back(fmt::format("No compiler pass or configuration flip explains it ({}).", outcome_name(b.outcome)));
+  if (b.divergence) lines.push_back(fmt::format("First diverging node: `{}`.", b.divergence->node));
+  return lines;
+}
+
+std::string markdown(const DoctorResult& d, const DoctorOptions& o, const graph::Graph& minified) {
+  std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to `{}`.\n\n## 1. Ablation\n\n"
+                               "| backend | result |\n|---|---|\n", o.source, KILN_VERSION, KILN_GIT_HASH, o.bisect.backend);
+  for (const LadderRung& r : d.ablation) md += fmt::format("| `{}` | {} |\n", r.backend, rung_result(r));
+  if (d.failed) {
+    md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on `{}`.\n\n```\n{}```\n", d.original_ops,
+                      d.minified_ops, d.failing_backend, graph::print_graph(minified));
+    md += fmt::format("\n## 3. Bisection of the minified repro\n\n```\n{}```\n", d.bisect.text());
+  }
+  md += "\n## Conclusion\n\n";
+  for (const std::string& l : conclusion(d)) md += "- " + l + "\n";
+  return md;
+}
+
+std::string values_table(const Divergence& v) {
+  std::string t = "<table><tr><th>element</th><th>expected (fp64)</th><th>actual</th><th>|difference|</th></tr>\n";
+  for (size_t i = 0; i < v.expected.size() && i < v.actual.size(); ++i)
+    t += fmt::format("<tr><td>{}</td><td>{:.9g}</td><td>{:.9g}</td><td>{:.3g}</td></tr>\n", v.worst_index + int64_t(i),
+                     v.expected[i], v.actual[i], std::abs(v.expected[i] - v.actual[i]));
+  return t + "</table>\n";
+}
+
+std::string html(const DoctorResult& d, const DoctorOptions& o, const graph::Graph& original, const graph::Graph& minified) {
+  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln doctor</title><style>"
+                  "body{font-family:sans-serif;margin:2em} pre{background:#f4f4f4;padding:.5em;overflow:auto} "
+                  "td,th{border:1px solid #ccc;padding:.2em .6em;vertical-align:top} table{border-collapse:collapse}"
+                  "</style></head><body>\n";
+  h += fmt::format("<h1>kiln doctor</h1>\n<p>{} — kiln {} (git {}), ladder up to <code>{}</code>.</p>\n",
+                   html_escape(o.source), KILN_VERSION, KILN_GIT_HASH, html_escape(o.bisect.backend));
+  h += "<h2>1. Ablation</h2>\n<table><tr><th>backend</th><th>result</th></tr>\n";
+  for (const LadderRung& r : d.ablation)
+    h += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", html_escape(r.backend), html_escape(rung_result(r)));
+  h += "</table>\n";
+  if (d.failed) {
+    h += fmt::format("<h2>2. The graphs</h2>\n<table><tr><th>original ({} op nodes)</th><th>minified ({} op nodes)</th></tr>"
+                     "<tr><td><pre>{}</pre></td><td><pre>{}</pre></td></tr></table>\n", d.original_ops, d.minified_ops,
+                     html_escape(graph::print_graph(original)), html_escape(graph::print_graph(minified)));
+    h += fmt::format("<h2>3. Bisection of the minified repro</h2>\n<pre>{}</pre>\n", html_escape(d.bisect.text()));
+    if (d.bisect.divergence)
+      h += fmt::format("<h3>First diverging node: <code>{}</code></h3>\n<p>{}</p>\n{}", html_escape(d.bisect.divergence->node),
+                       html_escape(d.bisect.divergence->narrowed_by), values_table(*d.bisect.divergence));
+  }
+  h += "<h2>Conclusion</h2>\n<ul>\n";
+  for (const std::string& l : conclusion(d)) h += "<li>" + html_escape(l) + "</li>\n";
+  return h + "</ul>\n</body></html>\n";
+}
+
+std::vector<LadderRung> ablate(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o) {
+  std::vector<LadderRung> rungs;
+  for (const std::string& b : ladder_to(o.backend)) {
+    OracleOptions oo;
+    oo.backend = b;
+    oo.tolerance = o.tolerance;
+    oo.timeout_s = o.timeout_s;
+    FailureSignature f = FailureOracle(oo).classify(g, inputs);
+    if (o.progress) fmt::print(stderr, "kiln doctor: ablation: {} {}\n", b, f.failed() ? "FAILS: " + std::string(failure_kind_name(f.kind)) : "passes");
+    rungs.push_back({b, counts_as_failure(o.want, f) ? f : FailureSignature{}});
+  }
+  return rungs;
+}
+
+// Minifies on the first failing rung into DIR/repro.min.repro.
+minify::MinifyResult minify_failure(const graph::Graph& g, const std::vector<Tensor>& inputs, const DoctorOptions& o,
+                                    const LadderRung& failing, const std::string& repro_path) {
+  minify::MinifyOptions mo;
+  mo.backend = failing.backend;
+  mo.accuracy = mo.strict_accuracy = failing.failure.kind == FailureKind::Accuracy;
+  mo.jobs = o.jobs;
+  mo.timeout_s = o.bisect.timeout_s;
+  mo.tolerance = o.bisect.tolerance;
+  mo.output = repro_path;
+  mo.progress = o.bisect.progress;
+  mo.config = minify::current_config();
+  mo.source_hash = minify::source_hash(g, inputs);
+  return minify::minify(g, inputs, mo);
+}
+
+}  // namespace
+
+DoctorResult run_doctor(const graph::Graph& g, const std::vector<Tensor>& inputs, const DoctorOptions& o) {
+  KILN_CHECK(!o.output_dir.empty(), "kiln doctor: name the output directory with -o DIR");
+  create_output_directory(o.output_dir);
+  const fs::path dir(o.output_dir);
+  DoctorResult d;
+  d.original_ops = g.num_op_nodes();
+  d.ablation = ablate(g, inputs, o.bisect);
+  graph::Graph minified;
+  for (const LadderRung& r : d.ablation) {
+    if (!r.failure.failed()) continue;
+    d.failed = true;
+    d.failing_backend = r.backend;
+    d.repro_path = (dir / "repro.min.repro").string();
+    minify::MinifyResult m = minify_failure(g, inputs, o, r, d.repro_path);
+    minified = m.graph;
+    d.minified_ops = m.graph.num_op_nodes();
+    d.reverified = m.reverified;
+    d.reverify_message = m.reverify_message;
+    const std::string kir = (dir / "minified.kir").string();
+    const std::string kir_text = graph::print_graph(m.graph);
+    write_file_atomic(kir, kir_text);
+    // Read back, so the bisector's sites and nodes carry their line in minified.kir.
+    m.graph = graph::parse_graph(kir_text, kir);
+    BisectOptions bo = o.bisect;
+    bo.backend = r.backend;
+    std::string rerun = m.graph.inputs().empty() ? kir + " --seed 0" : fmt::format("{} --inputs {}.inputs", kir, d.repro_path);
+    if (o.bisect.progress) fmt::print(stderr, "kiln doctor: bisecting the minified repro ({} op nodes)\n", d.minified_ops);
+    d.bisect = bisect_graph(m.graph, m.inputs, bo, rerun);
+    write_file_atomic((dir / "bisect.json").string(), d.bisect.json().dump(2) + "\n");
+    break;
+  }
+  d.markdown = markdown(d, o, minified);
+  d.html = html(d, o, g, minified);
+  write_file_atomic((dir / "report.md").string(), d.markdown);
+  write_file_atomic((dir / "report.html").string(), d.html);
+  return d;
+}
+
+}  // namespace kiln::bisect

@@ -1,0 +1,39 @@
+// `kiln doctor` (issue 17, docs/bisect.md): the whole troubleshooting sequence in one call. Ablation over the
+// backend ladder (bisect.h ladder_to), the failing graph minified on the first failing backend (minifier/),
+// the minified repro bisected (bisect_graph), and one report: DIR/report.md, and DIR/report.html with the
+// graphs and the diverging values side by side, ending with the repro file and the exact bad pass. Every file
+// goes under the output directory, written atomically (core/files.h):
+//   DIR/repro.min.repro (+ .inputs/, .state.json)  the minified repro (`kiln repro run` reproduces it)
+//   DIR/minified.kir                                the minified graph (what the bisector's commands run)
+//   DIR/bisect.json                                 the bisector's result
+//   DIR/report.md, DIR/report.html
+#pragma once
+#include <string>
+#include <vector>
+
+#include "bisect/bisect.h"
+
+namespace kiln::bisect {
+
+struct DoctorOptions {
+  BisectOptions bisect;      // backend (top of the ladder), want, tolerance, timeout, progress
+  std::string output_dir;    // required
+  std::string source;        // how the graph was given, for the report ("g.kir, inputs from seed 0")
+  int jobs = 1;              // the minifier's parallel candidates
+};
+
+struct DoctorResult {
+  std::vector<LadderRung> ablation;
+  bool failed = false;           // some rung failed
+  std::string failing_backend;
+  int original_ops = 0, minified_ops = 0;
+  std::string repro_path;        // DIR/repro.min.repro ("" when nothing failed)
+  bool reverified = false;       // the written repro reproduced
+  std::string reverify_message;
+  BisectReport bisect;           // on the minified graph
+  std::string markdown, html;    // what was written to DIR/report.md and DIR/report.html
+};
+
+DoctorResult run_doctor(const graph::Graph& g, const std::vector<Tensor>& inputs, const DoctorOptions& o);
+
+}  // namespace kiln::bisect

@@ -1,0 +1,29 @@
+// Generated graphs with one injected bug for the bisector's tests and benchmark (bisect/bisect.h): a chain of
+// `nodes` op nodes over f32[16, 16] (sin, mul, tanh, neg, sigmoid, cos: values stay bounded; every 7th op adds the
+// input back, so a long chain does not converge to a constant that no longer depends on it) with, at
+// the middle, the site a KILN_INJECT kind breaks:
+//   lowering       %tP = relu(...)                         KILN_INJECT=relu:accuracy   (relu computes x + 1)
+//   decomposition  %tP = var(..., [1]) then broadcast back  KILN_INJECT=var:decomposition
+//   fusion         sum(..., [1], True), flip over rows,     KILN_INJECT=fusion:accuracy (the consumer is fused
+//                  %tP = add(..., flipped)                 into the reduction's kernel, reading unwritten rows)
+// The value the bug makes wrong is an output too (else 500 contracting ops shrink it below any tolerance).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln::bisect {
+
+struct InjectedGraph {
+  std::string kir;          // the graph as .kir text
+  std::string inject;       // the KILN_INJECT value
+  std::string site;         // the should_run site the bug is behind ("inductor:lowering")
+  std::string site_value;   // the value the first bad application's debug info names (without '%')
+  std::string diverging;    // the first value the bisector should find diverging: the injected op's
+};
+
+// The injection kinds: "lowering", "decomposition", "fusion".
+const std::vector<std::string>& injection_kinds();
+// About `nodes` op nodes (at least 4), the injected site at the middle.
+InjectedGraph injected_chain(const std::string& kind, int nodes);
+
+}  // namespace kiln::bisect

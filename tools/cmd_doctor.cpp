@@ -1,0 +1,77 @@
+// `kiln doctor G.kir -o DIR [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T]
+// [--timeout S] [-j N] [-q]`: ablation, minification and bisection in one command, with one report
+// (bisect/doctor.h, docs/bisect.md). Exit 0 when every backend passes, 1 when something failed (the report says
+// what), 2 for bad input, 3 when the minified repro did not reproduce (a kiln bug).
+#include <fmt/format.h>
+
+#include "bisect/doctor.h"
+#include "core/files.h"
+#include "core/options.h"
+#include "eager/philox.h"
+#include "graph/inputs.h"
+#include "graph/text.h"
+#include "tools/cli_checks.h"
+#include "tools/cmd_bisect.h"
+
+namespace kiln::cli {
+namespace {
+
+struct DoctorArgs {
+  std::string file, inputs_dir, backend = "inductor", output;
+  std::optional<uint64_t> seed;
+  bool accuracy = false, error = false, quiet = false;
+  double tol = 1e-4, timeout_s = 60;
+  int jobs = 1;
+};
+
+int run_doctor_command(const DoctorArgs& a) {
+  graph::Graph g = graph::load_graph(a.file);
+  graph::verify_graph(g, a.file);
+  const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
+  std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
+  manual_seed(seed);
+  bisect::DoctorOptions o;
+  o.bisect.backend = a.backend;
+  o.bisect.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
+  o.bisect.tolerance = a.tol;
+  o.bisect.timeout_s = a.timeout_s;
+  o.bisect.progress = !a.quiet;
+  o.output_dir = a.output;
+  o.jobs = a.jobs;
+  o.source = fmt::format("{} ({} op nodes, inputs {})", a.file, g.num_op_nodes(),
+                         a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir);
+  bisect::DoctorResult d = bisect::run_doctor(g, inputs, o);
+  fmt::print("{}\nwrote {}/report.md and {}/report.html\n", d.markdown, a.output, a.output);
+  if (d.failed && !d.reverified) {
+    fmt::print(stderr, "kiln: error: the minified repro {} does not reproduce: {}\nThis is a kiln bug; please report "
+               "it with the original graph.\n", d.repro_path, d.reverify_message);
+    return 3;
+  }
+  return d.failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_doctor_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
+  static DoctorArgs a;
+  auto* d = app.add_subcommand("doctor", "troubleshoot a graph in one command: ablation over the backend ladder, "
+                                         "minify the failure, bisect the minified repro, write one report");
+  d->add_option("file", a.file, "the graph (.kir)")->required();
+  d->add_option("-o,--output", a.output, "the directory the report, the repro and the minified graph go to")->required();
+  d->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor)");
+  auto* acc = d->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
+  auto* err = d->add_flag("--error", a.error, "only errors, crashes and hangs count");
+  acc->excludes(err);
+  auto* in = d->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
+  auto* seed = d->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
+  in->excludes(seed);
+  d->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4)")->check(number_in(0, 1e6, false, "a tolerance"));
+  d->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
+                                          "(default 60)")->check(timeout_check());
+  d->add_option("-j,--jobs", a.jobs, "the minifier's candidates run in parallel (default 1)")
+      ->check(integer_in(1, 256, "the number of candidates run in parallel"));
+  d->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+  runners["doctor"] = [] { return run_doctor_command(a); };
+}
+
+}  // namespace kiln::cli
