@@ -29,6 +29,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -147,8 +148,9 @@ bool is_abandoned_temp_file(const fs::path& p) {
 }
 
 // Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used entries. Only kiln's
-// own entries count and are deleted (see read_entry): other files in the directory are left alone.
-void evict(const fs::path& dir) {
+// own entries count and are deleted (see read_entry): other files in the directory are left alone. Returns the
+// bytes of kiln's entries left.
+int64_t evict(const fs::path& dir) {
   const int64_t limit = opt_int(Opt::CacheSizeLimit);
   struct Entry {
     fs::file_time_type time;
@@ -176,7 +178,7 @@ void evict(const fs::path& dir) {
     total += bytes;
     entries.push_back({e.last_write_time(ec), object, meta, bytes});
   }
-  if (total <= limit) return;
+  if (total <= limit) return total;
   std::sort(entries.begin(), entries.end());
   for (const Entry& e : entries) {
     if (total <= limit) break;
@@ -186,6 +188,30 @@ void evict(const fs::path& dir) {
       KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", e.object.string(), e.bytes, limit);
     }
   }
+  return total;
+}
+
+// The bytes of every regular file in `dir`: one directory listing, no file opened. At least what kiln's
+// entries hold (foreign files count too, so at worst evict scans a little early).
+int64_t bytes_in_directory(const fs::path& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) total += int64_t(e.file_size(ec));
+  return total;
+}
+
+// What the disk cache holds, as this process knows it: per directory, its bytes when this process first stored
+// there (bytes_in_directory) or at evict's last scan, plus what this process stored since. evict, which reads
+// every entry's .meta, runs only when that estimate passes KILN_CACHE_SIZE_LIMIT, not after every store: with
+// tens of thousands of entries a scan per compiled kernel cost more than compiling it (kiln fuzz; the graph
+// fuzzer hit libFuzzer's 5 s timeout in it). Other processes' stores count from the next listing or scan (the
+// cache is best effort).
+void account_stored_entry(const fs::path& dir, int64_t bytes) {
+  static std::map<std::string, int64_t> known_bytes;  // callers hold the JIT's mutex
+  auto [it, first] = known_bytes.try_emplace(dir.string(), 0);
+  it->second = first ? bytes_in_directory(dir) : it->second + bytes;
+  if (it->second > opt_int(Opt::CacheSizeLimit)) it->second = evict(dir);
 }
 
 // Makes the vector stores through pointers tagged kStreamMetadata non-temporal where their alignment is proven
@@ -534,9 +560,10 @@ struct KernelJit::Lookup {
     try {
       create_output_directory(dir.string());
       write_file_atomic(file.string(), object);
-      write_file_atomic(meta_file.string(), entry_meta(key_material, object));
+      const std::string meta = entry_meta(key_material, object);
+      write_file_atomic(meta_file.string(), meta);
       KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", symbol, file.string());
-      evict(dir);
+      account_stored_entry(dir, int64_t(object.size() + meta.size()));
     } catch (const Error& e) {
       KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", symbol, e.what());
     }
