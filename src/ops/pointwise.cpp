@@ -293,14 +293,19 @@ DType clamp_dtype(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   std::optional<Scalar> lo = c.opt_scalar(1), hi = c.opt_scalar(2);
   KILN_CHECK(lo || hi, "clamp: at least one of 'min' or 'max' must not be None");
-  if (is_floating(x.dtype())) return x.dtype();
-  std::vector<Tensor> operands{x};
-  if (lo) operands.push_back(Tensor::wrapped_number(*lo));
-  if (hi) operands.push_back(Tensor::wrapped_number(*hi));
-  DType dt = result_type(operands);
-  KILN_CHECK(dt != DType::Bool, "clamp: not supported for bool tensors ({}) with bool bounds", x.str());
-  for (const std::optional<Scalar>& bound : {lo, hi})  // the kernel converts each bound to dt
-    if (bound) check_fits(*bound, dt, "clamp");
+  DType dt = x.dtype();
+  if (!is_floating(dt)) {
+    std::vector<Tensor> operands{x};
+    if (lo) operands.push_back(Tensor::wrapped_number(*lo));
+    if (hi) operands.push_back(Tensor::wrapped_number(*hi));
+    dt = result_type(operands);
+    KILN_CHECK(dt != DType::Bool, "clamp: not supported for bool tensors ({}) with bool bounds", x.str());
+  }
+  KILN_DISPATCH_ALL(dt, [&](auto z) {  // each bound converts to dt, as the kernel converts it (same check)
+    using S = decltype(z);
+    if (lo) checked_scalar<S>(*lo, "clamp", "min");
+    if (hi) checked_scalar<S>(*hi, "clamp", "max");
+  });
   return dt;
 }
 
