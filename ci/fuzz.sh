@@ -27,17 +27,8 @@ fuzz() {  # target, seconds
   "$dir/fuzz/$1-fuzzer" "$dir/corpus-$1" "fuzz/corpus/$1" "${dict[@]}" -max_total_time="$2" -timeout=5 \
     -rss_limit_mb=4096 -max_len=8192 -artifact_prefix="$findings/$1-" -print_final_stats=1
 }
-# The graph fuzzer is built (so it keeps compiling) but not run here until its open finding is fixed: in the
-# clang ASan build it crashes in a kernel launch within seconds (fuzz/findings/graph-fuzzer-crash-launch.*,
-# issue 18's note); run it by hand with RUN_GRAPH_FUZZER=1.
-if [[ ${RUN_GRAPH_FUZZER:-0} == 1 ]]; then
-  kir_budget=$(( budget / 2 )) repro_budget=$(( budget / 4 ))
-else
-  kir_budget=$(( budget * 2 / 3 )) repro_budget=$(( budget - budget * 2 / 3 ))
-fi
+kir_budget=$(( budget / 2 )) repro_budget=$(( budget / 4 ))
 fuzz kir "$(( kir_budget > 0 ? kir_budget : 1 ))"
 fuzz repro "$(( repro_budget > 0 ? repro_budget : 1 ))"
-if [[ ${RUN_GRAPH_FUZZER:-0} == 1 ]]; then
-  fuzz graph "$(( budget - kir_budget - repro_budget > 0 ? budget - kir_budget - repro_budget : 1 ))"
-fi
+fuzz graph "$(( budget - kir_budget - repro_budget > 0 ? budget - kir_budget - repro_budget : 1 ))"
 echo "fuzz.sh: no findings in ${budget}s"

@@ -13,6 +13,7 @@
 
 #include "core/files.h"
 #include "eager/philox.h"
+#include "graph/compare.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
@@ -95,13 +96,11 @@ struct Prepared {
   std::map<std::string, std::string> variant_config;
 };
 
-// The interpreter's outputs of `g` (in fp64, or at the graph's dtypes: eager) from copies of `inputs`.
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs, uint64_t random_seed, bool fp64) {
-  graph::InterpretOptions o;
-  o.fp64 = fp64;
+// The comparator's baselines of `g` (graph/compare.h: eager at the graph's dtypes and fp64) from copies of
+// `inputs`, random ops from `random_seed`.
+ComparisonBaselines baselines_of(const Graph& g, const std::vector<Tensor>& inputs, uint64_t random_seed) {
   manual_seed(random_seed);
-  NoGradGuard no_grad;
-  return graph::run_graph(g, graph::copy_inputs(inputs), o);
+  return comparison_baselines(g, inputs);
 }
 
 // The case's inputs, or (while the fp64 reference is not finite, at most `searches` tries) the same with the
@@ -114,17 +113,16 @@ void choose_inputs(Prepared& p, int searches) {
       const TensorMeta& m = p.fc.graph.value(p.fc.graph.inputs()[i]).meta;
       if (is_floating(m.dtype)) inputs[i] = input_value(m, (base + uint64_t(s)) * 7919 + i);
     }
-    std::vector<Tensor> ref, eager;
+    ComparisonBaselines b;
     try {
-      ref = run_reference(p.fc.graph, inputs, base, true);
-      eager = run_reference(p.fc.graph, inputs, base, false);
+      b = baselines_of(p.fc.graph, inputs, base);
     } catch (const Error&) {
       return;  // the reference itself fails: not a valid case
     }
     p.valid = true;
     p.inputs = std::move(inputs);
-    p.eager = std::move(eager);
-    p.reference = std::move(ref);
+    p.eager = std::move(b.eager);
+    p.reference = std::move(b.fp64);
     p.finite = all_finite(p.reference);
     if (p.finite) return;
   }
@@ -155,16 +153,18 @@ void choose_variant(Prepared& p, bool metamorphic) {
       // as_strided reads the storage itself, so its values depend on the inputs' layout (PyTorch's too): such a
       // graph is checked against its own expected outputs on the contiguous inputs, not the strided run's.
       if (reads_storage(p.fc.graph)) {
-        p.variant_reference = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, true);
-        p.variant_eager = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, false);
+        ComparisonBaselines b = baselines_of(p.variant_graph, p.variant_inputs, p.fc.input_seed);
+        p.variant_reference = std::move(b.fp64);
+        p.variant_eager = std::move(b.eager);
       }
     }
     if (p.variant == "f64") {
       p.variant_graph = in_f64(p.fc.graph);
       for (Tensor& t : p.variant_inputs) t = to(t, f64_if_floating(t.dtype()));
       // Its own reference: random ops draw at the dtype they produce, which is now f64.
-      p.variant_reference = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, true);
-      p.variant_eager = run_reference(p.variant_graph, p.variant_inputs, p.fc.input_seed, false);
+      ComparisonBaselines b = baselines_of(p.variant_graph, p.variant_inputs, p.fc.input_seed);
+      p.variant_reference = std::move(b.fp64);
+      p.variant_eager = std::move(b.eager);
     }
   } catch (const Error&) {
     p.variant.clear();  // the graph has no such variant (an op that refuses f64, say)

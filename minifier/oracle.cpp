@@ -86,15 +86,17 @@ std::optional<Verdict> ForkOracle::judge_original_outputs(const std::string& sai
   if (said.rfind("ran\n", 0) != 0 || said.size() == 4) return std::nullopt;  // no outputs written
   try {
     size_t n = std::stoul(said.substr(4));
-    std::vector<Tensor> outs, reference;
+    std::vector<Tensor> outs;
+    ComparisonBaselines baselines;
     for (size_t i = 0; i < n; ++i) {
       // bf16 travels as raw '<u2' bits (npy.h): read it back as what the graph says the output is.
       std::optional<DType> as;
       if (i < g.outputs().size() && g.value(g.outputs()[i]).meta.dtype == DType::BF16) as = DType::BF16;
       outs.push_back(read_npy(fmt::format("{}/{}.npy", outputs_dir, i), as));
     }
-    for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
-    return verdict(backend_.compare(outs, reference));
+    for (graph::ValueId id : g.outputs()) baselines.fp64.push_back(src_.reference_of(g, id));
+    baselines.eager = backend_.eager(g, src_.inputs_of(g), baselines.fp64);
+    return verdict(backend_.compare(outs, baselines));
   } catch (const std::exception&) {  // not all there (a dtype npy cannot hold, ...): the probe tells
     return std::nullopt;
   }
@@ -109,22 +111,23 @@ std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
   const bool compile_only = opts_.target.failure.kind == FailureKind::CompileError && backend_.has_compile_step();
   std::vector<Tensor> inputs;
   if (exact || !compile_only) inputs = src_.inputs_of(g);
-  std::vector<Tensor> reference;
+  ComparisonBaselines baselines;
   if (exact) {  // the candidate's own reference must run (and is the accuracy reference)
     try {
-      reference = backend_.reference(g, inputs);
+      baselines = backend_.baselines(g, inputs);
     } catch (const std::exception& e) {
       return encode_failure({FailureKind::Invalid, e.what()});
     }
+  }
+  if (accuracy && !exact) {  // the recorded fp64 values; eager is the candidate's own run from its inputs,
+    for (graph::ValueId id : g.outputs()) baselines.fp64.push_back(src_.reference_of(g, id));
+    baselines.eager = backend_.eager(g, inputs, baselines.fp64);  // before the backend may write into them
   }
   std::vector<Tensor> outs;
   if (std::optional<FailureSignature> error = backend_.run_backend(g, inputs, compile_only, outs))
     return encode_failure(*error);
   if (!accuracy) return encode_failure({});
-  if (!exact) {
-    for (graph::ValueId id : g.outputs()) reference.push_back(src_.reference_of(g, id));
-  }
-  return encode_failure(backend_.compare(outs, reference));
+  return encode_failure(backend_.compare(outs, baselines));
 }
 
 Verdict ForkOracle::verdict(FailureSignature observed) const {

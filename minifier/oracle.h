@@ -7,7 +7,8 @@
 //
 // Where time goes: a candidate's inputs are the original inputs or recorded values (values.h), loaded in the
 // child. test() judges accuracy against the recorded fp64 values of the candidate's outputs (every value of a
-// candidate is a value of the original graph) instead of re-running the reference; confirm() re-runs the
+// candidate is a value of the original graph) instead of re-running the fp64 reference, and against the
+// candidate's own eager run at its dtypes (the comparator's eager baseline, graph/compare.h); confirm() re-runs the
 // fp64 reference of the candidate itself from its own inputs, exactly as `kiln repro run` will, and checks
 // the reference run succeeds. For graphs with random ops the shortcut is off (turning a random node into an
 // input shifts later draws). A candidate that reads only original graph inputs (a truncation of the

@@ -41,7 +41,8 @@ struct FailureSignature {
   bool failed() const { return kind != FailureKind::None; }
 };
 
-// Errors equal "modulo names and numbers": %value names and numbers are masked (`%x_3` -> `%_`, `17` -> `N`).
+// Errors equal "modulo names, numbers and source locations": a node's ` (line L:C)` is dropped, %value names
+// and numbers are masked (`%x_3` -> `%_`, `17` -> `N`).
 std::string normalize_failure_message(const std::string& msg);
 
 // How strictly `same_failure` matches. The default is `kiln repro run`'s rule; the minifier adds the signal

@@ -14,10 +14,6 @@
 
 namespace kiln {
 
-namespace {
-
-}  // namespace
-
 FailureOracle::FailureOracle(OracleOptions opts) : opts_(std::move(opts)) {
   find_backend(opts_.backend);  // an unknown backend is an error before any work
   KILN_CHECK(std::isfinite(opts_.tolerance) && opts_.tolerance >= 0,
@@ -30,11 +26,13 @@ bool FailureOracle::has_compile_step() const { return find_backend_compiler(opts
 
 double FailureOracle::setup_limit_s() const { return setup_limit_for(opts_.timeout_s); }
 
-std::vector<Tensor> FailureOracle::reference(const graph::Graph& g, const std::vector<Tensor>& inputs) const {
-  if (opts_.seed_state) default_generator() = *opts_.seed_state;
-  graph::InterpretOptions fp64;
-  fp64.fp64 = true;
-  return graph::run_graph(g, graph::copy_inputs(inputs), fp64);
+ComparisonBaselines FailureOracle::baselines(const graph::Graph& g, const std::vector<Tensor>& inputs) const {
+  return comparison_baselines(g, inputs, opts_.seed_state);
+}
+
+std::vector<Tensor> FailureOracle::eager(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                         const std::vector<Tensor>& fp64) const {
+  return eager_baseline(g, inputs, fp64, opts_.seed_state);
 }
 
 std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
@@ -54,25 +52,23 @@ std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g
   return std::nullopt;
 }
 
-FailureSignature FailureOracle::compare(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const {
-  if (outs.size() != reference.size())
+FailureSignature FailureOracle::compare(const std::vector<Tensor>& outs, const ComparisonBaselines& b) const {
+  if (outs.size() != b.fp64.size() || outs.size() != b.eager.size())
     return {FailureKind::Accuracy, fmt::format("the backend returned {} outputs, the graph has {}", outs.size(),
-                                               reference.size())};
-  std::vector<Tensor> expected;
-  for (size_t i = 0; i < outs.size(); ++i) expected.push_back(to(reference[i], outs[i].dtype()));
+                                               b.fp64.size())};
   CompareOptions co;
   co.tol = opts_.tolerance;
   co.ignore_non_float = !opts_.strict_accuracy;
-  CompareVerdict v = compare_outputs(expected, outs, reference, co);
+  CompareVerdict v = compare_to_baselines(b, outs, co);
   return v.ok ? FailureSignature{} : FailureSignature{FailureKind::Accuracy, v.str()};
 }
 
 FailureSignature FailureOracle::classify(const graph::Graph& g, const std::vector<Tensor>& inputs) const {
   FailureOracle pinned = *this;  // the reference and the child draw random numbers from the same state
   if (!pinned.opts_.seed_state) pinned.opts_.seed_state = default_generator();
-  std::vector<Tensor> ref;
+  ComparisonBaselines ref;
   try {
-    ref = pinned.reference(g, inputs);
+    ref = pinned.baselines(g, inputs);
   } catch (const Error& e) {
     fail("the fp64 reference run of this graph fails, so it cannot show a backend bug: {}", e.what());
   }

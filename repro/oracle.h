@@ -1,6 +1,7 @@
 // The oracle every tool asks "does this graph, with these inputs, still fail, and how?" (decision 8): the
 // graph runs on a backend in a forked child (isolate.h: a crash or hang is an answer) and is judged against
-// the fp64 reference interpreter through the one comparator (graph/compare.h). `kiln repro run`, the
+// the reference interpreter's baselines (eager at the graph's own dtypes and fp64) through the one comparator
+// (graph/compare.h). `kiln repro run`, the
 // minifier's candidates, gating, and the coming bisector and fuzzer all classify through it.
 //
 //   FailureOracle oracle({.backend = "inductor", .tolerance = 1e-4, .timeout_s = 10});
@@ -9,7 +10,8 @@
 //
 // Time limits: the backend's compile step (api/backends.h register_backend_compiler) is the child's setup step
 // with a generous limit (setup_limit_for), and only the run counts against `timeout_s` (docs/minifier.md,
-// Time limits). The fp64 reference runs in the calling process: when it fails, the graph itself is invalid.
+// Time limits). The baselines run in the calling process: when the fp64 reference fails, the graph itself is
+// invalid.
 //
 // Callers that fork their own children (the minifier judges many candidates at once, against recorded
 // reference values) use the building blocks: run_backend and compare in the child, classify(IsolatedResult)
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "eager/philox.h"
+#include "graph/compare.h"
 #include "graph/graph.h"
 #include "repro/failure.h"
 
@@ -47,15 +50,19 @@ class FailureOracle {
                       const SameFailureRules& rules = {}) const;
 
   // ---- building blocks ----
-  // The fp64 reference outputs of `g` (floating values in f64), from copies of `inputs`, on this thread;
-  // throws kiln::Error (the interpreter's) when it fails.
-  std::vector<Tensor> reference(const graph::Graph& g, const std::vector<Tensor>& inputs) const;
+  // The comparator's baselines of `g` (graph/compare.h comparison_baselines: eager at the graph's dtypes and
+  // the fp64 reference), from copies of `inputs`, random ops from seed_state, on this thread; throws
+  // kiln::Error (the interpreter's) when the fp64 reference fails.
+  ComparisonBaselines baselines(const graph::Graph& g, const std::vector<Tensor>& inputs) const;
+  // The eager baseline alone, for a caller holding `g`'s fp64 reference (graph/compare.h eager_baseline).
+  std::vector<Tensor> eager(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                            const std::vector<Tensor>& fp64) const;
   // In a forked child: compiles `g` where the backend has a compile step (then isolated_run_starts()), and
   // runs it unless `compile_only`, outputs in `outs`. Returns the failure of a thrown error, or nothing.
   std::optional<FailureSignature> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                               bool compile_only, std::vector<Tensor>& outs) const;
-  // The comparator's verdict on `outs` against the fp64 `reference` of the same outputs: None or Accuracy.
-  FailureSignature compare(const std::vector<Tensor>& outs, const std::vector<Tensor>& reference) const;
+  // The comparator's verdict on `outs` against the baselines of the same outputs: None or Accuracy.
+  FailureSignature compare(const std::vector<Tensor>& outs, const ComparisonBaselines& baselines) const;
   // Whether the backend has a compile step apart from its run (compile errors need no run).
   bool has_compile_step() const;
   // The time limit of a child's setup (compile) step for these options.

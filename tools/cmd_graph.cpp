@@ -111,12 +111,7 @@ int run_run(const RunArgs& a) {
   if (!a.check) return 0;
 
   manual_seed(seed);
-  graph::InterpretOptions fp64;
-  fp64.fp64 = true;
-  std::vector<Tensor> reference = graph::run_graph(g, graph::copy_inputs(inputs), fp64);
-  std::vector<Tensor> rounded;  // the reference in each output's dtype: the best answer that dtype can hold
-  for (size_t i = 0; i < reference.size(); ++i) rounded.push_back(to(reference[i], outputs[i].dtype()));
-  CompareVerdict verdict = compare_outputs(rounded, outputs, reference);
+  CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs);
   fmt::print("check against the fp64 reference: {}\n", verdict.str());
   return verdict.ok ? 0 : 1;
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
 #include "ops/api.h"
 
 namespace kiln {
@@ -164,6 +166,50 @@ CompareVerdict compare_outputs(const std::vector<Tensor>& expected, const std::v
     verdict.outputs.push_back(std::move(v));
   }
   return verdict;
+}
+
+namespace {
+
+std::vector<Tensor> interpret(const graph::Graph& g, const std::vector<Tensor>& inputs, bool fp64,
+                              std::optional<GeneratorState> random_state) {
+  if (random_state) default_generator() = *random_state;
+  graph::InterpretOptions o;
+  o.fp64 = fp64;
+  NoGradGuard no_grad;
+  return graph::run_graph(g, graph::copy_inputs(inputs), o);
+}
+
+}  // namespace
+
+std::vector<Tensor> fp64_reference(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                   std::optional<GeneratorState> random_state) {
+  return interpret(g, inputs, true, random_state);
+}
+
+std::vector<Tensor> eager_baseline(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& fp64, std::optional<GeneratorState> random_state) {
+  try {
+    return interpret(g, inputs, false, random_state);
+  } catch (const Error&) {  // eager cannot run it: the fp64 answer in the dtypes the graph promises
+    std::vector<Tensor> rounded;
+    for (size_t i = 0; i < fp64.size() && i < g.outputs().size(); ++i)
+      rounded.push_back(fp64[i].defined() ? to(fp64[i], g.value(g.outputs()[i]).meta.dtype) : fp64[i]);
+    return rounded;
+  }
+}
+
+ComparisonBaselines comparison_baselines(const graph::Graph& g, const std::vector<Tensor>& inputs,
+                                         std::optional<GeneratorState> random_state) {
+  if (!random_state) random_state = default_generator();  // both runs draw the same numbers
+  ComparisonBaselines b;
+  b.fp64 = fp64_reference(g, inputs, random_state);
+  b.eager = eager_baseline(g, inputs, b.fp64, random_state);
+  return b;
+}
+
+CompareVerdict compare_to_baselines(const ComparisonBaselines& b, const std::vector<Tensor>& actual,
+                                    const CompareOptions& opts) {
+  return compare_outputs(b.eager, actual, b.fp64, opts);
 }
 
 int CompareVerdict::first_failure() const {

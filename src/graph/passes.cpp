@@ -89,6 +89,10 @@ std::string node_key(const Graph& g, const Node& n) {
   return w.take();
 }
 
+bool is_unrounded(UnroundedValues unrounded, ValueId v) {
+  return unrounded && size_t(v) < unrounded->size() && (*unrounded)[size_t(v)];
+}
+
 std::string node_summary(const Graph& g, const Node& n) {
   std::string name = n.outputs.empty() ? "?" : g.value(n.outputs[0]).name;
   return n.kind == NodeKind::Constant ? fmt::format("%{} = constant", name)
@@ -123,7 +127,9 @@ bool eliminate_dead_code(Graph& g) {
   return changed;
 }
 
-bool eliminate_common_subexpressions(Graph& g) {
+bool eliminate_common_subexpressions(Graph& g) { return eliminate_common_subexpressions(g, nullptr); }
+
+bool eliminate_common_subexpressions(Graph& g, UnroundedValues unrounded) {
   const std::vector<bool> mutated = mutated_values(g);
   std::vector<ValueId> remap(size_t(g.num_values()));
   for (ValueId id = 0; id < g.num_values(); ++id) remap[size_t(id)] = id;
@@ -141,7 +147,9 @@ bool eliminate_common_subexpressions(Graph& g) {
     if (is_random_node(n)) continue;
     // Two results written in place later are two storages in eager: merged, one would see the other's writes.
     if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId o) { return mutated[size_t(o)]; })) continue;
-    auto [it, inserted] = seen.try_emplace(node_key(g, n), i);
+    std::string key = node_key(g, n);
+    for (ValueId o : n.outputs) key += is_unrounded(unrounded, o) ? 'u' : 'r';  // never merge the two kinds
+    auto [it, inserted] = seen.try_emplace(std::move(key), i);
     if (inserted) continue;
     const Node& first = nodes[it->second];
     KILN_LOG(LogChannel::Passes, "cse: {} is {}", node_summary(g, n), node_summary(g, first));
@@ -156,7 +164,7 @@ bool eliminate_common_subexpressions(Graph& g) {
   return true;
 }
 
-bool fold_constants(Graph& g, int64_t max_elements) {
+bool fold_constants(Graph& g, int64_t max_elements, UnroundedValues unrounded) {
   std::vector<bool> mutated = mutated_values(g);
   std::vector<Tensor> env(size_t(g.num_values()));  // constant values by id
   NoGradGuard no_grad;
@@ -169,6 +177,7 @@ bool fold_constants(Graph& g, int64_t max_elements) {
     if (n.outputs.size() != 1 || is_random_node(n) || is_inplace_node(n) || n.info().is_view()) continue;
     ValueInfo& out = g.value(n.outputs[0]);
     if (shape_numel(out.meta.sizes) > max_elements || mutated[size_t(n.outputs[0])]) continue;
+    if (is_unrounded(unrounded, n.outputs[0]) && is_low_precision(out.meta.dtype)) continue;  // eager would round it
     bool all_constant = true;
     for (ValueId id : Graph::node_inputs(n)) all_constant &= env[size_t(id)].defined() && !mutated[size_t(id)];
     if (!all_constant) continue;
@@ -236,10 +245,14 @@ bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
 }
 
 Pass dce_pass() { return {"dce", eliminate_dead_code}; }
-Pass cse_pass() { return {"cse", eliminate_common_subexpressions}; }
-Pass constant_folding_pass(int64_t max_elements) {
-  return {"constant_folding", [max_elements](Graph& g) { return fold_constants(g, max_elements); }};
+Pass cse_pass(UnroundedValues unrounded) {
+  return {"cse", [unrounded](Graph& g) { return eliminate_common_subexpressions(g, unrounded); }};
 }
-Pipeline cleanup_pipeline() { return {constant_folding_pass(), cse_pass(), dce_pass()}; }
+Pass constant_folding_pass(int64_t max_elements, UnroundedValues unrounded) {
+  return {"constant_folding", [max_elements, unrounded](Graph& g) { return fold_constants(g, max_elements, unrounded); }};
+}
+Pipeline cleanup_pipeline(UnroundedValues unrounded) {
+  return {constant_folding_pass(kDefaultFoldLimit, unrounded), cse_pass(unrounded), dce_pass()};
+}
 
 }  // namespace kiln::graph

@@ -24,6 +24,11 @@
 //                     a value some in-place node mutates, results with more than `max_elements` elements
 //                     (default 4096: folding would bloat the graph and its .kir file), and nodes whose kernel
 //                     fails (the error stays for run time).
+//
+// Unrounded values: a caller may compute some f16/bf16 values in f32 without rounding them to their dtype
+// (the inductor's values internal to an op eager runs as one f32 kernel: lerp's decomposition, ...;
+// inductor/decompose.h), flagged by value id. constant_folding leaves them (the eager kernels would round each
+// to its dtype) and cse never merges one with a value that is rounded (nor the other way round).
 #pragma once
 #include <functional>
 #include <string>
@@ -44,15 +49,19 @@ using Pipeline = std::vector<Pass>;
 // pipeline (the one that runs it, e.g. "inductor") in logs and the debug dump directory.
 bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage = "passes");
 
+// By value id: whether a value is computed unrounded (see above); null or short: none is.
+using UnroundedValues = const std::vector<bool>*;
+
 bool eliminate_dead_code(Graph& g);
 bool eliminate_common_subexpressions(Graph& g);
+bool eliminate_common_subexpressions(Graph& g, UnroundedValues unrounded);
 inline constexpr int64_t kDefaultFoldLimit = 4096;
-bool fold_constants(Graph& g, int64_t max_elements = kDefaultFoldLimit);
+bool fold_constants(Graph& g, int64_t max_elements = kDefaultFoldLimit, UnroundedValues unrounded = nullptr);
 
 Pass dce_pass();
-Pass cse_pass();
-Pass constant_folding_pass(int64_t max_elements = kDefaultFoldLimit);
-// constant_folding, cse, dce: the cleanup pipeline every stage can start from.
-Pipeline cleanup_pipeline();
+Pass cse_pass(UnroundedValues unrounded = nullptr);
+Pass constant_folding_pass(int64_t max_elements = kDefaultFoldLimit, UnroundedValues unrounded = nullptr);
+// constant_folding, cse, dce: the cleanup pipeline every stage can start from. `unrounded` must outlive it.
+Pipeline cleanup_pipeline(UnroundedValues unrounded = nullptr);
 
 }  // namespace kiln::graph

@@ -190,7 +190,7 @@ class Pipeline {
     impl_->graph = timed("decompose", "inductor/decompose", [&] { return decompose_composites(input_, ctx_, &unrounded_); });
     KILN_LOG(LogChannel::Graph, "inductor: graph {} after decomposition:\n{}", input_.name, graph::print_graph(impl_->graph));
     graph::StorageModel(impl_->graph).check(impl_->node_labels);
-    timed("cleanup", "inductor/passes", [&] { return graph::run_pipeline(impl_->graph, graph::cleanup_pipeline(), "inductor"); });
+    timed("cleanup", "inductor/passes", [&] { return graph::run_pipeline(impl_->graph, graph::cleanup_pipeline(&unrounded_), "inductor"); });
     dump("decompose.kir", [&] { return graph::print_graph(impl_->graph); });
   }
 

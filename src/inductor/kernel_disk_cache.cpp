@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <variant>
 #include <vector>
 
@@ -129,9 +131,10 @@ void KernelDiskCache::store(const std::string& key, const std::string& key_mater
   try {
     create_output_directory(dir.string());
     write_file_atomic(file.string(), object);
-    write_file_atomic((dir / (key + ".meta")).string(), entry_meta(key_material, object));
+    const std::string meta = entry_meta(key_material, object);
+    write_file_atomic((dir / (key + ".meta")).string(), meta);
     KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", what, file.string());
-    evict(dir);
+    account_stored_entry(dir, int64_t(object.size() + meta.size()));
   } catch (const Error& e) {
     KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", what, e.what());
   }
@@ -151,8 +154,9 @@ bool KernelDiskCache::is_abandoned_temp_file(const fs::path& p) const {
 }
 
 // Keeps the cache directory under KILN_CACHE_SIZE_LIMIT by deleting the least recently used entries. Only kiln's
-// own entries count and are deleted (see read_entry): other files in the directory are left alone.
-void KernelDiskCache::evict(const fs::path& dir) const {
+// own entries count and are deleted (see read_entry): other files in the directory are left alone. Returns the
+// bytes of kiln's entries left.
+int64_t KernelDiskCache::evict(const fs::path& dir) const {
   const int64_t limit = opt_int(Opt::CacheSizeLimit);
   struct Entry {
     fs::file_time_type time;
@@ -180,7 +184,7 @@ void KernelDiskCache::evict(const fs::path& dir) const {
     total += bytes;
     entries.push_back({e.last_write_time(ec), object, meta, bytes});
   }
-  if (total <= limit) return;
+  if (total <= limit) return total;
   std::sort(entries.begin(), entries.end());
   for (const Entry& e : entries) {
     if (total <= limit) break;
@@ -190,6 +194,34 @@ void KernelDiskCache::evict(const fs::path& dir) const {
       KILN_LOG(LogChannel::Cache, "evict {} ({} bytes; cache over its {} byte limit)", e.object.string(), e.bytes, limit);
     }
   }
+  return total;
+}
+
+namespace {
+// The bytes of every regular file in `dir`: one directory listing, no file opened. At least what kiln's
+// entries hold (foreign files count too, so at worst evict scans a little early).
+int64_t bytes_in_directory(const fs::path& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) total += int64_t(e.file_size(ec));
+  return total;
+}
+}  // namespace
+
+// What the disk cache holds, as this process knows it: per directory, its bytes when this process first stored
+// there (bytes_in_directory) or at evict's last scan, plus what this process stored since. evict, which reads
+// every entry's .meta, runs only when that estimate passes KILN_CACHE_SIZE_LIMIT, not after every store: with
+// tens of thousands of entries a scan per compiled kernel cost more than compiling it (kiln fuzz; the graph
+// fuzzer hit libFuzzer's 5 s timeout in it). Other processes' stores count from the next listing or scan (the
+// cache is best effort).
+void KernelDiskCache::account_stored_entry(const fs::path& dir, int64_t bytes) const {
+  static std::mutex mutex;  // the CPU and CUDA backends store from their own locks
+  static std::map<std::string, int64_t> known_bytes;
+  std::lock_guard lock(mutex);
+  auto [it, first] = known_bytes.try_emplace(dir.string(), 0);
+  it->second = first ? bytes_in_directory(dir) : it->second + bytes;
+  if (it->second > opt_int(Opt::CacheSizeLimit)) it->second = evict(dir);
 }
 
 }  // namespace kiln::inductor

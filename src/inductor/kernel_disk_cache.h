@@ -4,6 +4,7 @@
 // Backends derive the key (a SHA-256 of the key material: the kernel's text, the target, versions) and keep
 // their own in-memory index; the file format, verification and eviction are here, in one place.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,13 +25,15 @@ class KernelDiskCache {
   std::optional<std::string> find(const std::string& key, const std::string& key_material) const;
   // Removes the entry (a caller that cannot use a verified object: the CPU JIT failing to link it).
   void discard(const std::string& key, const std::string& why) const;
-  // Stores the entry, best effort (an unwritable directory only costs the next process a compile), then evicts.
+  // Stores the entry, best effort (an unwritable directory only costs the next process a compile); evicts when
+  // this process's estimate of the directory's bytes passes the limit (account_stored_entry).
   void store(const std::string& key, const std::string& key_material, const std::string& object,
              const std::string& what) const;
 
  private:
   std::string subdirectory_, extension_;
-  void evict(const std::filesystem::path& dir) const;
+  int64_t evict(const std::filesystem::path& dir) const;  // returns the bytes of kiln's entries left
+  void account_stored_entry(const std::filesystem::path& dir, int64_t bytes) const;
   bool is_abandoned_temp_file(const std::filesystem::path& p) const;
 };
 

@@ -116,10 +116,23 @@ auto naming_overflows(const OpInfo& op, F f) {
   }
 }
 
+// A size the arguments make negative (a size list given by the caller, a geometry the inputs cannot hold) is
+// refused here for every op, whatever its inference computed: no tensor has a negative size.
+static void check_result_sizes(const OpInfo& op, const std::vector<TensorMeta>& metas) {
+  for (size_t i = 0; i < metas.size(); ++i)
+    for (int64_t s : metas[i].sizes)
+      KILN_CHECK(s >= 0, "{}: the arguments give result {} the size {}, with a negative entry; check the size and "
+                 "shape arguments", op.name, i, shape_str(metas[i].sizes));
+}
+
 std::vector<TensorMeta> infer_meta(const OpCall& call) {
   const OpInfo& op = *call.op;
   return naming_overflows(op, [&]() -> std::vector<TensorMeta> {
-    if (op.infer) return op.infer(call);
+    if (op.infer) {
+      std::vector<TensorMeta> metas = op.infer(call);
+      check_result_sizes(op, metas);
+      return metas;
+    }
     if (op.decomp) {
       NoGradGuard no_grad;
       std::vector<TensorMeta> metas;

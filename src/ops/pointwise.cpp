@@ -213,6 +213,19 @@ DType gelu_dtype(const OpCall& c) {
 }
 
 DType promoted_dtype(const OpCall& c) { return result_type({c.tensor(0), c.tensor(1)}); }
+// add and sub: the promoted dtype, and what eager's kernel refuses (an alpha that is not an integer for integer
+// or bool inputs, the subtraction of bools). The inference and the kernel both ask here, so `kiln verify`
+// refuses every call `kiln run` would.
+DType checked_add_sub_dtype(const OpCall& c, bool subtract) {
+  const DType dt = promoted_dtype(c);
+  const Scalar alpha = c.scalar(2);
+  KILN_CHECK(is_floating(dt) || !alpha.is_float(), "{}: alpha {} must be an integer for {} inputs", c.name(),
+             alpha.str(), dtype_name(dt));
+  KILN_CHECK(!(subtract && dt == DType::Bool), "sub: subtraction of bool tensors is not supported; use logical_xor");
+  return dt;
+}
+DType add_dtype(const OpCall& c) { return checked_add_sub_dtype(c, false); }
+DType sub_dtype(const OpCall& c) { return checked_add_sub_dtype(c, true); }
 
 // maximum, minimum, atan2 and the logical ops have no number overload in PyTorch: both operands must be
 // tensors (a number given for one arrives as a wrapped number).
@@ -280,12 +293,19 @@ DType clamp_dtype(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   std::optional<Scalar> lo = c.opt_scalar(1), hi = c.opt_scalar(2);
   KILN_CHECK(lo || hi, "clamp: at least one of 'min' or 'max' must not be None");
-  if (is_floating(x.dtype())) return x.dtype();
-  std::vector<Tensor> operands{x};
-  if (lo) operands.push_back(Tensor::wrapped_number(*lo));
-  if (hi) operands.push_back(Tensor::wrapped_number(*hi));
-  DType dt = result_type(operands);
-  KILN_CHECK(dt != DType::Bool, "clamp: not supported for bool tensors ({}) with bool bounds", x.str());
+  DType dt = x.dtype();
+  if (!is_floating(dt)) {
+    std::vector<Tensor> operands{x};
+    if (lo) operands.push_back(Tensor::wrapped_number(*lo));
+    if (hi) operands.push_back(Tensor::wrapped_number(*hi));
+    dt = result_type(operands);
+    KILN_CHECK(dt != DType::Bool, "clamp: not supported for bool tensors ({}) with bool bounds", x.str());
+  }
+  KILN_DISPATCH_ALL(dt, [&](auto z) {  // each bound converts to dt, as the kernel converts it (same check)
+    using S = decltype(z);
+    if (lo) checked_scalar<S>(*lo, "clamp", "min");
+    if (hi) checked_scalar<S>(*hi, "clamp", "max");
+  });
   return dt;
 }
 
@@ -603,11 +623,8 @@ std::vector<Tensor> isinf_kernel(const OpCall& c) {
 // Generic lambdas receive the compute type (bool, an integer type, float or double).
 std::vector<Tensor> add_sub(const OpCall& c, bool subtract) {
   const Tensor &a = c.tensor(0), &b = c.tensor(1);
-  DType dt = result_type({a, b});
-  Scalar alpha = c.scalar(2);
-  KILN_CHECK(is_floating(dt) || !alpha.is_float(), "{}: alpha {} must be an integer for {} inputs", c.name(),
-             alpha.str(), dtype_name(dt));
-  KILN_CHECK(!(subtract && dt == DType::Bool), "sub: subtraction of bool tensors is not supported; use logical_xor");
+  const DType dt = checked_add_sub_dtype(c, subtract);
+  const Scalar alpha = c.scalar(2);
   const double ad = subtract ? -alpha.to_double() : alpha.to_double();
   const int64_t ai = subtract ? -alpha.to_int() : alpha.to_int();
   if (ad == 1.0) return {binary_op(a, b, dt, dt, c.name(), [](auto x, auto y) { return wrapping_add(x, y); })};
@@ -1053,8 +1070,8 @@ void register_pointwise_ops() {
   def(OpId::isnan).infer(infer_unary<bool_dtype>).kernel(isnan_kernel);
   def(OpId::isinf).infer(infer_unary<bool_dtype>).kernel(isinf_kernel);
   // binary arithmetic
-  def(OpId::add).infer(infer_binary<promoted_dtype>).kernel(add_kernel).vjp(add_vjp);
-  def(OpId::sub).infer(infer_binary<promoted_dtype>).kernel(sub_kernel).vjp(sub_vjp);
+  def(OpId::add).infer(infer_binary<add_dtype>).kernel(add_kernel).vjp(add_vjp);
+  def(OpId::sub).infer(infer_binary<sub_dtype>).kernel(sub_kernel).vjp(sub_vjp);
   def(OpId::mul).infer(infer_binary<promoted_dtype>).kernel(mul_kernel).vjp(mul_vjp);
   def(OpId::div).infer(infer_binary<div_dtype>).kernel(div_kernel).vjp(div_vjp);
   def(OpId::remainder).infer(infer_binary<remainder_dtype>).kernel(remainder_kernel).vjp(remainder_vjp);

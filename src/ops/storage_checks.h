@@ -38,6 +38,10 @@ void check_view_in_storage(std::string_view op, const Shape& size, const Shape& 
 // PyTorch's messages, naming `op`.
 void check_inplace_overlap(std::string_view op, const StorageSpan& written, const std::vector<StorageSpan>& inputs);
 
+// The first of those checks alone, from the written-to tensor's layout: what shape inference of add_, mul_ and
+// copy_ can check before any storage exists (an expanded value written in place), with the same message.
+void check_no_internal_overlap(std::string_view op, const Shape& sizes, const Shape& strides);
+
 // Whether an in-place op is subject to check_inplace_overlap: it reads a tensor besides the one it writes
 // (add_, mul_, copy_). fill_ and zero_ write one value everywhere, which PyTorch allows on overlapping views.
 bool inplace_checks_overlap(const OpInfo& op);

@@ -55,7 +55,7 @@ class CpuKernels final : public CompiledKernels {
                   "kernel {} streams into %{}, which is not {}-byte aligned", e.name, buffer, runtime::kStreamAlignment);
     int32_t status = 0;
     char** p = const_cast<char**>(buffers);
-    parallel_for(e.parallel_extent, e.grain, [&](int64_t b, int64_t end) { e.fn(p, b, end, &status); });
+    parallel_for(e.parallel_extent, e.grain, [&](int64_t b, int64_t end) { runtime::call_kernel(e.fn, p, b, end, &status); });
     return status;
   }
 };

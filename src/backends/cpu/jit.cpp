@@ -29,6 +29,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -394,6 +395,13 @@ struct KernelJit::Lookup {
 
   void store(const std::string& object) const { disk_cache().store(key, key_material, object, symbol); }
 };
+
+#if defined(__clang__)
+__attribute__((no_sanitize("function")))
+#endif
+void call_kernel(KernelFn fn, char** buffers, int64_t begin, int64_t end, int32_t* status) {
+  fn(buffers, begin, end, status);
+}
 
 KernelFn KernelJit::get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
                         const std::function<void(llvm::Module&, const std::string&)>& build, std::string* ir_out) {

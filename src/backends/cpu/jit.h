@@ -25,6 +25,13 @@ namespace kiln::runtime {
 // slice of its parallel dimension to run; status is set non-zero when the kernel reports an error.
 using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* status);
 
+// Runs the kernel `fn` on [begin, end): the one way C++ calls into code the JIT compiled. clang's
+// -fsanitize=function (part of -fsanitize=undefined, on in ci/fuzz.sh's build) checks each indirect call by
+// reading a type signature from the 8 bytes before the callee; JIT code has none, and a kernel that begins a
+// page has nothing mapped before it, so the check itself crashed (fuzz/findings/graph-fuzzer-crash-launch.*).
+// This call is exempt from that check.
+void call_kernel(KernelFn fn, char** buffers, int64_t begin, int64_t end, int32_t* status);
+
 // Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
 inline constexpr int kCodegenVersion = 24;
 

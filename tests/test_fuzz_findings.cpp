@@ -1,0 +1,185 @@
+// Regression tests of what `kiln fuzz` found (fuzz/findings/README.md), one class per test: an in-place copy
+// between views of one buffer that differ only in a size-1 dim's stride; values internal to an op eager runs
+// as one f32 kernel, rounded by constant folding or merged by CSE with a rounded twin; shape inference that
+// accepts calls the kernel refuses; runtime errors that name the node's line only for parsed graphs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "api/backends.h"
+#include "core/options.h"
+#include "eager/philox.h"
+#include "fuzz/fuzzer.h"
+#include "graph/compare.h"
+#include "graph/inputs.h"
+#include "graph/interpreter.h"
+#include "graph/text.h"
+#include "ops/api.h"
+#include "repro/failure.h"
+
+using namespace kiln;
+
+namespace {
+
+graph::Graph parse(const std::string& text) { return graph::parse_graph(text, "test.kir"); }
+
+// The graph's outputs on eager and on the inductor, bit for bit.
+void expect_inductor_matches_eager_exactly(const std::string& text) {
+  graph::Graph g = parse(text);
+  std::vector<Tensor> inputs = graph::seeded_inputs(g, 0);
+  std::vector<Tensor> eager = find_backend("eager")(g, graph::copy_inputs(inputs));
+  std::vector<Tensor> compiled = find_backend("inductor")(g, graph::copy_inputs(inputs));
+  ASSERT_EQ(eager.size(), compiled.size());
+  for (size_t i = 0; i < eager.size(); ++i)
+    EXPECT_EQ(eager[i].to_double_vector(), compiled[i].to_double_vector()) << "output " << i << " of\n" << text;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- copy_ between views of one buffer
+
+TEST(FuzzFindings, ViewsDifferingOnlyInASizeOneDimsStrideAreAnExactAlias) {
+  Tensor x = arange(0, 5, 1, DType::F32);
+  Tensor unsqueezed = unsqueeze(x, 0);                   // [1, 5]{5, 1}
+  Tensor strided = as_strided(x, {1, 5}, {0, 1}, 0);     // [1, 5]{0, 1}: the same elements in the same order
+  copy_(strided, unsqueezed);
+  EXPECT_EQ(x.to_double_vector(), (std::vector<double>{0, 1, 2, 3, 4}));
+  try {  // a shifted view of the same storage still overlaps partly
+    copy_(as_strided(x, {1, 4}, {0, 1}, 1), as_strided(x, {1, 4}, {4, 1}, 0));
+    FAIL() << "a partly overlapping copy_ ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("some elements of the input tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FuzzFindings, CopyOfAConstantsViewIntoItselfRunsCompiled) {
+  expect_inductor_matches_eager_exactly(R"(graph main() {
+  %x = constant u8[5] [3, 2, 5, 3, 3]
+  %v0 = unsqueeze(%x, 0)
+  %v27 = copy_(%v0, %v0)
+  return %v0
+}
+)");
+}
+
+// ---------------------------------------------------------------- unrounded values through the cleanup passes
+
+TEST(FuzzFindings, ConstantFoldingKeepsAnOpsInternalValuesUnrounded) {
+  // lerp(self, end, weight) on bf16 constants: eager computes it in f32 and rounds once; folding its
+  // decomposition node by node rounded end - self to bf16 (1.203125 instead of 1.1953125).
+  expect_inductor_matches_eager_exactly(R"(graph main() {
+  %x = constant bf16[2] [-0.17773438, -0.16015625]
+  %x_0 = constant bf16[] -1.78125
+  %x_1 = constant bf16[2] [0.056396484, -0.8359375]
+  %v1 = lerp(%x, %x_0, %x_1) : bf16[2]
+  return %v1
+}
+)");
+}
+
+TEST(FuzzFindings, CseNeverMergesAnOpsInternalValueWithARoundedTwin) {
+  // The user's own end - self (rounded to bf16) and lerp's (internal, unrounded) are the same node.
+  expect_inductor_matches_eager_exactly(R"(graph main(%x: bf16[64], %e: bf16[64], %w: bf16[64]) {
+  %d = sub(%e, %x) : bf16[64]
+  %l = lerp(%x, %e, %w) : bf16[64]
+  return %d, %l
+}
+)");
+}
+
+// ---------------------------------------------------------------- shape inference refuses what kernels refuse
+
+TEST(FuzzFindings, VerifyRefusesEveryCallTheKernelRefuses) {
+  const std::filesystem::path dir = std::filesystem::path(KILN_SOURCE_DIR) / "fuzz" / "findings";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("infer-", 0) != 0 || entry.path().extension() != ".kir") continue;
+    ++files;
+    try {
+      graph::Graph g = graph::load_graph(entry.path().string());
+      graph::verify_graph(g, entry.path().string());
+      FAIL() << name << ": verify accepted a call its kernel refuses";
+    } catch (const Error& e) {
+      EXPECT_FALSE(e.internal()) << name << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << "the error names no file: " << e.what();
+    }
+  }
+  EXPECT_EQ(files, 8);
+}
+
+TEST(FuzzFindings, InPlaceInferenceChecksTheInPlaceContract) {
+  auto refused = [](const std::string& text, const std::string& why) {
+    try {
+      graph::verify_graph(parse(text), "test.kir");
+      ADD_FAILURE() << "accepted:\n" << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused("graph m(%x: f32[3]) {\n  %e = expand(%x, [2, 3])\n  %z = mul_(%e, %e)\n  return %z\n}\n",
+          "more than one element of the written-to tensor");
+  refused("graph m(%x: u8[2]) {\n  %c = clone(%x)\n  %z = fill_(%c, 300)\n  return %z\n}\n",
+          "cannot be converted to type u8");
+  refused("graph m(%x: i32[2]) {\n  %z = add(%x, %x, alpha=0.5)\n  return %z\n}\n", "alpha 0.5 must be an integer");
+}
+
+TEST(FuzzFindings, TheGeneratorMeetsNoInferenceGapThatIsNotValueDependent) {
+  fuzz::FuzzOptions o;
+  o.seed = 77;
+  o.runs = 600;
+  o.check.backend = "eager";
+  o.metamorphic = false;
+  fuzz::FuzzSummary s = fuzz::run_fuzz(o);
+  for (const auto& [pattern, gap] : s.infer_gaps) {
+    // What only values decide: an index into a size-0 dim, a class target of a 0-class score, a view past a
+    // storage that is exactly its input's extent.
+    const bool value_dependent = pattern.find("out of bounds") != std::string::npos ||
+                                 pattern.find("past the storage") != std::string::npos;
+    EXPECT_TRUE(value_dependent) << gap.count << " times, first in graph " << gap.first_index << ": " << gap.example;
+  }
+}
+
+// ---------------------------------------------------------------- failure messages and source locations
+
+TEST(FuzzFindings, AFailuresMessageDoesNotDependOnWhereTheGraphCameFrom) {
+  const FailureSignature in_memory{FailureKind::RuntimeError, "%v27 = copy_: copy_: unsupported operation"};
+  const FailureSignature parsed{FailureKind::RuntimeError, "%v27 = copy_ (line 16:3): copy_: unsupported operation"};
+  EXPECT_TRUE(same_failure(in_memory, parsed));
+  EXPECT_FALSE(same_failure(in_memory, {FailureKind::RuntimeError, "%v27 = copy_ (line 16:3): another error"}));
+}
+
+// ---------------------------------------------------------------- the disk cache's eviction scan
+
+TEST(FuzzFindings, StoringAKernelScansTheCacheOnlyWhenItMayBeOverItsLimit) {
+  // kiln fuzz spent most of its time (and the graph fuzzer hit a 5 s timeout) in the eviction scan, which read
+  // every entry of the cache after every stored kernel. A scan also removes a dead writer's temporary file:
+  // under the limit it stays, over the limit it goes.
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("kiln_fuzz_findings_cache_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(cache);
+  ScopedOption dir(Opt::CacheDir, cache.string());
+  auto compile_unary = [](const std::string& op) {
+    graph::Graph g = parse("graph g(%x: f32[7]) {\n  %y = " + op + "(%x) : f32[7]\n  return %y\n}\n");
+    find_backend("inductor")(g, graph::seeded_inputs(g, 0));
+  };
+  compile_unary("neg");
+  std::filesystem::path object;  // the entry's object file, in the cache's kernels-vN directory
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cache))
+    if (e.path().extension() == ".o") object = e.path();
+  ASSERT_FALSE(object.empty());
+  // A temporary file of a writer that was killed (pid 2^22 + 1 is above Linux's pid limit: never running).
+  const std::filesystem::path abandoned =
+      object.parent_path() / ("." + object.filename().string() + ".kiln-tmp.4194305.0");
+  std::ofstream(abandoned) << "partial";
+  compile_unary("relu");
+  EXPECT_TRUE(std::filesystem::exists(abandoned)) << "a store under the limit scanned the cache";
+  {
+    ScopedOption limit(Opt::CacheSizeLimit, "1");
+    compile_unary("abs");
+  }
+  EXPECT_FALSE(std::filesystem::exists(abandoned)) << "a store over the limit did not scan the cache";
+  std::filesystem::remove_all(cache);
+}
