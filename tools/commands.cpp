@@ -4,6 +4,7 @@
 #include "tools/commands.h"
 #include "kiln_version.h"
 
+#include "tools/cmd_aot.h"
 #include "tools/cmd_bench.h"
 #include "tools/cmd_fuzz.h"
 #include "tools/cmd_gate.h"
@@ -118,6 +119,7 @@ void add_commands(CLI::App& app) {
   add_gate_commands(app, runners());
   add_bench_commands(app, runners());
   add_fuzz_commands(app, runners());
+  add_aot_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "aot/compiled.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -31,5 +32,9 @@ const BackendCompileFn* find_backend_compiler(const std::string& name);
 // BackendFn on every call, so a backend registered by name later (aot_eager, ...) plugs in unchanged.
 using GraphProgram = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage);
+
+// The AOT autograd configuration of backend `name` (aot_eager, aot_eager_decomp_partition, inductor; docs/aot.md):
+// how each half is compiled, the joint graph's decompositions, KILN_INJECT's `<op>:vjp` bugs.
+aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage);
 
 }  // namespace kiln

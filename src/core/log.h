@@ -29,6 +29,8 @@ enum class LogChannel : uint8_t {
   Guards,       // capture: the guards of each new trace
   GraphCode,    // capture: each captured graph as .kir
   Capture,      // capture: one line per recorded op
+  AotJointGraph,  // aot: each joint graph as .kir
+  AotGraphs,      // aot: each forward and backward graph as .kir
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);
