@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "aot/expand.h"
+#include "aot/functionalize.h"
 #include "graph/interpreter.h"
 #include "graph/meta_trace.h"
 #include "graph/passes.h"
@@ -74,6 +75,9 @@ class JointBuilder {
   JointBuilder(const Graph& fwd, const std::vector<bool>& requires_grad, const JointOptions& options)
       : fwd_(fwd), requires_grad_(requires_grad), options_(options), needs_(values_requiring_grad(fwd, requires_grad)),
         map_(size_t(fwd.num_values()), graph::kNoValue), grads_(size_t(fwd.num_values())), rec_(j_.graph, "bw") {
+    // A VJP rule may make a fresh tensor (zeros(sizes)) and write the gradient into a view of it: recorded whole,
+    // the in-place writes are then functionalized (build_joint).
+    rec_.set_records_all_calls(true);
     j_.graph.name = fwd.name;
     j_.layout.num_primals = int(fwd.inputs().size());
     j_.layout.num_forward_outputs = int(fwd.outputs().size());
@@ -156,7 +160,13 @@ class JointBuilder {
     const OpInfo& op = n.info();
     KILN_CHECK(op.vjp, "aot: {}: the op has no VJP", graph::node_label(fwd_, n));
     rec_.set_name_hint(j_.graph.value(map_[size_t(n.outputs[0])]).name + "_bw");
-    OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) { return rec_.bind(map_[size_t(id)]); }));
+    // Constants are handed over with their data (a rule may read a number, e.g. pow's integer exponent).
+    OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) {
+      int p = fwd_.value(id).producer;
+      if (p >= 0 && fwd_.nodes()[size_t(p)].kind == NodeKind::Constant)
+        return rec_.bind_constant(map_[size_t(id)], fwd_.nodes()[size_t(p)].constant);
+      return rec_.bind(map_[size_t(id)]);
+    }));
     std::vector<Tensor> outputs, grads;
     std::vector<Tensor> results;
     {
@@ -216,7 +226,14 @@ JointGraph build_joint(const Graph& forward, std::vector<bool> requires_grad, co
     KILN_CHECK(n.kind != NodeKind::Op || !n.info().is_inplace(),
                "aot: {}: the joint graph needs a functional graph; functionalize it first", graph::node_label(forward, n));
   Graph fwd = expand_ops_without_vjp(forward, requires_grad);
-  return JointBuilder(fwd, requires_grad, options).build();
+  JointGraph j = JointBuilder(fwd, requires_grad, options).build();
+  if (has_mutations(j.graph)) {  // VJP rules that wrote into fresh tensors
+    FunctionalGraph f = functionalize(j.graph);
+    KILN_ASSERT(f.mutations.empty(), "aot: a VJP rule in {} wrote into a primal or a tangent", forward.name);
+    j.graph = std::move(f.graph);
+    graph::eliminate_dead_code(j.graph);
+  }
+  return j;
 }
 
 }  // namespace kiln::aot

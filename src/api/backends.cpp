@@ -20,11 +20,11 @@ std::mutex g_mutex;
 // The AOT autograd backends (docs/aot.md): aot_eager runs both halves in the interpreter,
 // aot_eager_decomp_partition decomposes the joint graph to the primitive set first (the inductor's decompose
 // pass, KILN_INJECT decomposition bugs included), inductor compiles both halves.
-bool is_aot_backend(const std::string& name) {
+}  // namespace
+
+bool backend_supports_autograd(const std::string& name) {
   return name == "aot_eager" || name == "aot_eager_decomp_partition" || name == "inductor";
 }
-
-}  // namespace
 
 aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage) {
   aot::AotConfig config;
@@ -115,7 +115,7 @@ const BackendFn& find_backend(const std::string& name) {
 }
 
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
-  if (is_aot_backend(name)) return aot_program(name, g, repro_stage);
+  if (backend_supports_autograd(name)) return aot_program(name, g, repro_stage);
   BackendFn run = find_backend(name);
   auto graph = std::make_shared<graph::Graph>(g);
   return [run, graph](const std::vector<Tensor>& in) { return run(*graph, in); };

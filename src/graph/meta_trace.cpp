@@ -14,6 +14,12 @@ Tensor MetaGraphRecorder::bind(ValueId id) {
   return t;
 }
 
+Tensor MetaGraphRecorder::bind_constant(ValueId id, const Tensor& value) {
+  ids_[value.impl()] = id;
+  keep_.push_back(value);
+  return value;
+}
+
 void MetaGraphRecorder::alias(const Tensor& of, const Tensor& alias) {
   auto it = ids_.find(of.impl());
   if (it == ids_.end()) return;  // not a graph value: id_of reports it if the recorded code uses it

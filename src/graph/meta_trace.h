@@ -20,6 +20,11 @@ class MetaGraphRecorder : public MetaCallRecorder {
 
   // A meta tensor standing for value `id` of the graph.
   Tensor bind(ValueId id);
+  // `value` (a tensor with data: a constant of the graph) standing for value `id`, so recorded code can read it.
+  Tensor bind_constant(ValueId id, const Tensor& value);
+  // See MetaCallRecorder::records_all_calls (AOT's VJP recording turns it on).
+  void set_records_all_calls(bool on) { all_calls_ = on; }
+  bool records_all_calls() const override { return all_calls_; }
   // The value `t` stands for; a tensor with data that is no graph value becomes a constant node.
   ValueId id_of(const Tensor& t);
   void set_name_hint(std::string hint) { hint_ = std::move(hint); }
@@ -32,6 +37,7 @@ class MetaGraphRecorder : public MetaCallRecorder {
   std::string hint_;
   std::unordered_map<TensorImpl*, ValueId> ids_;
   std::vector<Tensor> keep_;  // keeps the impls alive, so their addresses stay unique
+  bool all_calls_ = false;
 };
 
 // A node's arguments as graph arguments: every tensor replaced by the value `id_of` gives for it.
