@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "aot/functionalize.h"
 #include "autograd/autograd.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "graph/storage_model.h"
 #include "graph/text.h"
 #include "ops/api.h"
 
@@ -35,9 +37,22 @@ void dump_graphs(const AotGraphs& gs) {
 }  // namespace
 
 AotGraphs aot_graphs(const Graph& g, const std::vector<bool>& requires_grad, const AotConfig& config) {
-  FunctionalGraph f = functionalize(g);
+  Graph expanded = expand_ops_without_vjp(g, requires_grad);
+  FunctionalGraph f = functionalize(expanded);
   AotGraphs out;
   out.mutations = f.mutations;
+  if (!f.mutations.empty()) {
+    graph::StorageModel model(expanded);
+    for (size_t k = 0; k < expanded.outputs().size(); ++k) {
+      graph::ValueId owner = model.owner(expanded.outputs()[k]);
+      for (auto [input, output] : f.mutations) {
+        graph::ValueId in = expanded.inputs()[size_t(input)];
+        if (owner != model.owner(in)) continue;
+        StorageSpan o = model.span(expanded.outputs()[k]), i = model.span(in);
+        out.output_aliases.push_back({int(k), input, o.sizes, o.strides, o.offset - i.offset});
+      }
+    }
+  }
   out.joint = build_joint(f.graph, requires_grad, config.joint);
   if (config.transform_joint) out.joint.graph = config.transform_joint(out.joint.graph);
   KILN_LOG(LogChannel::AotJointGraph, "{} joint graph of {}:\n{}", config.backend, g.name, graph::print_graph(out.joint.graph));
@@ -156,6 +171,14 @@ class AotFunction {
     }
     const JointLayout& layout = t->graphs.joint.layout;
     std::vector<Tensor> saved(outs.begin() + layout.num_forward_outputs, outs.end());
+    // Saved values that share an input's storage are taken before the copy-back writes it (as eager's in-place
+    // nodes save a snapshot of `self`).
+    for (Tensor& s : saved)
+      for (auto [input, output] : t->graphs.mutations)
+        if (s.storage() && s.storage() == inputs[size_t(input)].storage()) {
+          NoGradGuard no_grad;
+          s = clone(s);
+        }
     outs.resize(size_t(layout.num_forward_outputs));
     own_handles(outs, detached);
     auto node = std::make_shared<CompiledBackward>(t, std::move(saved));
@@ -170,8 +193,24 @@ class AotFunction {
     node->pre_hooks.resize(tangent_of.size());
     // The copy-back epilogue: each mutated input receives its new value, as an eager in-place copy, so an input
     // that requires grad gets the new value's history (and a leaf that requires grad the eager error).
-    for (auto [input, output] : t->graphs.mutations) copy_(inputs[size_t(input)], outs[size_t(output)]);
+    for (auto [input, output] : t->graphs.mutations) {
+      // The new value's history goes to an input that required grad or that an output aliases (an in-place op's
+      // result); another input keeps none (batch norm's running statistics, which eager updates from detached
+      // values: graphs do not record detach yet).
+      const Tensor& dst = inputs[size_t(input)];
+      bool aliased = false;
+      for (const AotGraphs::OutputAlias& a : t->graphs.output_aliases) aliased |= a.input == input;
+      std::optional<NoGradGuard> no_grad;
+      if (!dst.requires_grad() && !aliased) no_grad.emplace();
+      copy_(dst, outs[size_t(output)]);
+    }
     outs.resize(size_t(t->num_outputs));
+    for (const AotGraphs::OutputAlias& a : t->graphs.output_aliases) {
+      const Tensor& in = inputs[size_t(a.input)];
+      outs[size_t(a.output)] = a.sizes == in.sizes() && a.strides == in.strides() && a.offset == 0
+                                   ? in
+                                   : as_strided(in, a.sizes, a.strides, in.offset() + a.offset);
+    }
     return outs;
   }
 

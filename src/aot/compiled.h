@@ -34,6 +34,14 @@ struct AotGraphs {
   JointGraph joint;
   Partition partition;
   std::vector<std::pair<int, int>> mutations;  // (forward input, forward graph output) copied back after a run
+  // Outputs that alias a mutated input (an in-place op's result): returned as views of that input after the
+  // copy-back, as eager returns them. `sizes`, `strides`, `offset` are relative to the input's first element.
+  struct OutputAlias {
+    int output = 0, input = 0;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset = 0;
+  };
+  std::vector<OutputAlias> output_aliases;
 };
 // Functionalize, joint, transform, partition: logged on KILN_LOGS=aot_joint_graph / aot_graphs and dumped to
 // KILN_DEBUG_DIR/aot/<graph>/{joint,forward,backward}.kir.

@@ -39,20 +39,6 @@ namespace {
 
 std::string first_name(const Graph& g, const Node& n) { return g.value(n.outputs.at(0)).name; }
 
-// Nodes that need a gradient through an op without a VJP become the nodes of its decomposition (repeatedly,
-// for decompositions that use such ops), so every node left that needs a gradient has a VJP.
-Graph expand_ops_without_vjp(const Graph& forward, const std::vector<bool>& requires_grad) {
-  return expand_nodes(forward, [&](const Graph& g) -> NodePick {
-    auto rg = std::make_shared<std::vector<bool>>(values_requiring_grad(g, requires_grad));
-    return [rg](const Node& n) {
-      if (!n.info().differentiable || n.info().vjp) return false;
-      for (ValueId id : Graph::node_inputs(n))
-        if ((*rg)[size_t(id)]) return true;
-      return false;
-    };
-  }, "cannot differentiate: the op has no VJP");
-}
-
 // The forward value each flat tensor argument of `n` reads (kNoValue for None and numbers), in
 // OpCall::flat_tensors() order.
 std::vector<ValueId> flat_value_ids(const Node& n) {
@@ -216,6 +202,20 @@ class JointBuilder {
 };
 
 }  // namespace
+
+// Nodes that need a gradient through an op without a VJP become the nodes of its decomposition (repeatedly,
+// for decompositions that use such ops), so every node left that needs a gradient has a VJP.
+Graph expand_ops_without_vjp(const Graph& forward, const std::vector<bool>& requires_grad) {
+  return expand_nodes(forward, [&](const Graph& g) -> NodePick {
+    auto rg = std::make_shared<std::vector<bool>>(values_requiring_grad(g, requires_grad));
+    return [rg](const Node& n) {
+      if (!n.info().differentiable || n.info().vjp) return false;
+      for (ValueId id : Graph::node_inputs(n))
+        if ((*rg)[size_t(id)]) return true;
+      return false;
+    };
+  }, "cannot differentiate: the op has no VJP");
+}
 
 JointGraph build_joint(const Graph& forward, std::vector<bool> requires_grad, const JointOptions& options) {
   if (requires_grad.empty())

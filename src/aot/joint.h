@@ -33,6 +33,11 @@ struct JointOptions {
 JointGraph build_joint(const graph::Graph& forward, std::vector<bool> requires_grad = {},
                        const JointOptions& options = {});
 
+// `forward` with every node that needs a gradient through an op without a VJP replaced by its decomposition
+// (build_joint does this itself; aot_graphs does it before functionalizing, since a decomposition may write
+// in place, e.g. batch_norm's running statistics).
+graph::Graph expand_ops_without_vjp(const graph::Graph& forward, const std::vector<bool>& requires_grad);
+
 // Which values of `g` require grad when its inputs do as `requires_grad` says (eager autograd's rule: a
 // floating output of a differentiable op with an input that requires grad).
 std::vector<bool> values_requiring_grad(const graph::Graph& g, const std::vector<bool>& requires_grad);
