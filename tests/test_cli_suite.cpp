@@ -243,6 +243,7 @@ TEST_F(CliTest, EveryLogChannelPrints) {
       {"interpreter", "kiln run " + example("softmax.kir")}, {"graph_breaks", capture_demo},
       {"recompiles", capture_demo}, {"recompiles_verbose", capture_demo}, {"guards", capture_demo},
       {"graph_code", capture_demo}, {"capture", capture_demo},
+      {"aot_joint_graph", "kiln aot " + example("mlp.kir")}, {"aot_graphs", "kiln aot " + example("mlp.kir")},
   };
   for (const std::string& c : channels) {
     auto it = producer.find(c);
