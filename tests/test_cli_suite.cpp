@@ -243,9 +243,8 @@ TEST_F(CliTest, EveryLogChannelPrints) {
       {"interpreter", "kiln run " + example("softmax.kir")}, {"graph_breaks", capture_demo},
       {"recompiles", capture_demo}, {"recompiles_verbose", capture_demo}, {"guards", capture_demo},
       {"graph_code", capture_demo}, {"capture", capture_demo},
-      // No command partitions a joint graph yet (`kiln aot`, the aot backends: issue 16); until one does, its
-      // lines are checked by tests/test_partition.cpp (Partition.EveryDecisionIsLoggedWithItsReason).
-      {"partitioner", ""},
+      {"partitioner", "kiln aot --partition min-cut " + example("mlp.kir")},
+      {"aot_joint_graph", "kiln aot " + example("mlp.kir")}, {"aot_graphs", "kiln aot " + example("mlp.kir")},
   };
   for (const std::string& c : channels) {
     auto it = producer.find(c);

@@ -4,6 +4,7 @@
 #include "tools/commands.h"
 #include "kiln_version.h"
 
+#include "tools/cmd_aot.h"
 #include "tools/cmd_bench.h"
 #include "tools/cmd_bisect.h"
 #include "tools/cmd_fuzz.h"
@@ -149,6 +150,7 @@ void add_commands(CLI::App& app) {
   add_import_commands(app, runners());
   add_bisect_commands(app, runners());
   add_doctor_commands(app, runners());
+  add_aot_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

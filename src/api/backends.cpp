@@ -4,10 +4,12 @@
 #include <map>
 #include <mutex>
 
+#include "aot/compiled.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
 #include "inductor/compile.h"
+#include "inductor/decompose.h"
 
 namespace kiln {
 
@@ -22,6 +24,49 @@ CompileOptions cuda_options() {
   return options;
 }
 
+// The AOT autograd backends (docs/aot.md): aot_eager runs both halves in the interpreter,
+// aot_eager_decomp_partition decomposes the joint graph to the primitive set first (the inductor's decompose
+// pass, KILN_INJECT decomposition bugs included), inductor compiles both halves.
+}  // namespace
+
+bool backend_supports_autograd(const std::string& name) {
+  return name == "aot_eager" || name == "aot_eager_decomp_partition" || name == "inductor";
+}
+
+aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage) {
+  aot::AotConfig config;
+  config.backend = name;
+  for (const inductor::InjectSpec::Entry& e : inductor::InjectSpec::from_options().entries)
+    if (e.kind == "vjp") config.joint.wrong_vjp.push_back(find_op(e.target)->id);
+  if (name == "inductor") {
+    config.compile = [repro_stage](const graph::Graph& g) -> aot::Program {
+      CompileOptions options;
+      options.repro_stage = repro_stage;
+      std::shared_ptr<CompiledGraph> program = compile(g, options);
+      return [program](const std::vector<Tensor>& in) { return (*program)(in); };
+    };
+    return config;
+  }
+  if (name == "aot_eager_decomp_partition") {
+    config.transform_joint = [](const graph::Graph& joint) {
+      inductor::CompileContext ctx;
+      ctx.inject = inductor::InjectSpec::from_options();
+      return inductor::decompose_composites(joint, ctx);
+    };
+  }
+  config.compile = [](const graph::Graph& g) -> aot::Program {  // run_graph per call: threads may share it
+    auto keep = std::make_shared<graph::Graph>(g);
+    return [keep](const std::vector<Tensor>& in) { return graph::run_graph(*keep, in); };
+  };
+  return config;
+}
+
+namespace {
+
+aot::Program aot_program(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
+  return aot::aot_compile(g, aot_backend_config(name, repro_stage));
+}
+
 std::map<std::string, BackendFn>& backends() {
   static std::map<std::string, BackendFn> b = {
       {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }},
@@ -30,6 +75,10 @@ std::map<std::string, BackendFn>& backends() {
       // The CUDA backend (docs/cuda.md): kernels generated as CUDA C and run on the GPU, host tensors staged.
       {"inductor_cuda", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g, cuda_options()))(in); }},
 #endif
+      {"aot_eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return aot_program("aot_eager", g, "backend")(in); }},
+      {"aot_eager_decomp_partition", [](const graph::Graph& g, const std::vector<Tensor>& in) {
+         return aot_program("aot_eager_decomp_partition", g, "backend")(in);
+       }},
   };
   return b;
 }
@@ -80,12 +129,7 @@ const BackendFn& find_backend(const std::string& name) {
 }
 
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
-  if (name == "inductor") {
-    CompileOptions options;
-    options.repro_stage = repro_stage;
-    std::shared_ptr<CompiledGraph> program = compile(g, options);
-    return [program](const std::vector<Tensor>& in) { return (*program)(in); };
-  }
+  if (backend_supports_autograd(name)) return aot_program(name, g, repro_stage);
   BackendFn run = find_backend(name);
   auto graph = std::make_shared<graph::Graph>(g);
   return [run, graph](const std::vector<Tensor>& in) { return run(*graph, in); };

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "aot/compiled.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -31,5 +32,13 @@ const BackendCompileFn* find_backend_compiler(const std::string& name);
 // BackendFn on every call, so a backend registered by name later (aot_eager, ...) plugs in unchanged.
 using GraphProgram = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage);
+
+// Whether backend `name` compiles graphs whose inputs require grad into a forward and a compiled backward
+// (the AOT backends and inductor), so capture may put ops that need autograd into its graphs.
+bool backend_supports_autograd(const std::string& name);
+
+// The AOT autograd configuration of backend `name` (aot_eager, aot_eager_decomp_partition, inductor; docs/aot.md):
+// how each half is compiled, the joint graph's decompositions, KILN_INJECT's `<op>:vjp` bugs.
+aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage);
 
 }  // namespace kiln

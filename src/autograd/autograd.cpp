@@ -15,10 +15,7 @@ namespace kiln {
 
 namespace {
 
-uint64_t next_sequence_nr() {
-  static thread_local uint64_t n = 0;
-  return ++n;
-}
+uint64_t next_sequence_nr() { return next_node_sequence_nr(); }
 
 // A shallow alias without history: what nodes save of their outputs (saving the outputs themselves would
 // make a cycle output -> grad_fn -> output).
@@ -180,13 +177,6 @@ class CopySlices : public Node {
   std::shared_ptr<Node> fn_;
 };
 
-void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr) {
-  AutogradMeta& m = autograd_meta(t);
-  m.requires_grad = true;
-  m.grad_fn = node;
-  m.output_nr = output_nr;
-}
-
 // A node whose edges come from `call`'s inputs. It saves `saved` when given (the same call with history-free
 // aliases, where saving the inputs themselves would make a reference cycle), else `call`.
 std::shared_ptr<Node> make_op_node(const OpCall& call, const std::vector<Tensor>& outputs, const OpCall* saved = nullptr) {
@@ -199,6 +189,18 @@ std::shared_ptr<Node> make_op_node(const OpCall& call, const std::vector<Tensor>
 }
 
 }  // namespace
+
+uint64_t next_node_sequence_nr() {
+  static thread_local uint64_t n = 0;
+  return ++n;
+}
+
+void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  AutogradMeta& m = autograd_meta(t);
+  m.requires_grad = true;
+  m.grad_fn = node;
+  m.output_nr = output_nr;
+}
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.impl()->autograd) return {};

@@ -12,6 +12,12 @@ namespace kiln {
 
 Edge gradient_edge(const Tensor& t);  // where a gradient w.r.t. `t` goes
 
+// For backward nodes made outside the engine (AOT autograd's compiled backward, aot/compiled.h): a creation
+// number for Node::sequence_nr (later nodes run first), and giving `t` the history of `node`'s output
+// `output_nr`.
+uint64_t next_node_sequence_nr();
+void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);
+
 // Called by the dispatcher (through its AutogradHook, ops/dispatch.h, which autograd.cpp installs) after
 // running an op whose inputs require grad.
 void record_op(const OpCall& call, std::vector<Tensor>& outputs);

@@ -145,7 +145,7 @@ CompiledFunction::Traced CompiledFunction::record(const Flat& args, const std::f
   named.length_names = &length_names;
   names_of(named);
   {
-    Recorder recorder(args, leaf_names, RecordOptions{options_.fullgraph, label_});
+    Recorder recorder(args, leaf_names, RecordOptions{options_.fullgraph, label_, !options_.custom_backend && backend_supports_autograd(backend)});
     t.outputs = run();
     t.trace = recorder.finish(t.outputs);
   }

@@ -128,15 +128,16 @@ void Recorder::check_fullgraph(std::string_view reason, const SourceSite& site) 
          options_.function, site.str(), reason);
 }
 
-// Why `call` cannot go into a graph ("" when it can): graphs carry no autograd history yet (AOT autograd is a
-// later stage), and an op whose output shape shape inference cannot tell from the input shapes depends on data.
+// Why `call` cannot go into a graph ("" when it can): graphs carry autograd history only on backends that
+// compile them with AOT autograd (RecordOptions::differentiable_graphs), and an op whose output shape shape
+// inference cannot tell from the input shapes depends on data.
 std::string Recorder::unsupported_reason(const OpCall& call) {
   const OpInfo& op = *call.op;
-  if (grad_mode_enabled() && op.differentiable)
+  if (grad_mode_enabled() && op.differentiable && !options_.differentiable_graphs)
     for (const Tensor& t : call.flat_tensors())
       if (t.defined() && t.requires_grad())
         return fmt::format("{} needs autograd (an input requires grad, grad mode is on): captured graphs do not "
-                           "record autograd history until AOT autograd exists",
+                           "record autograd history on this backend (aot_eager, aot_eager_decomp_partition and inductor do)",
                            op.name);
   return "";
 }

@@ -14,6 +14,9 @@ namespace kiln::capture {
 struct RecordOptions {
   bool fullgraph = false;
   std::string function;  // "fn (file:line)", for fullgraph errors
+  // The backend compiles graphs with autograd (AOT autograd: backend_supports_autograd), so ops whose inputs
+  // require grad go into graphs instead of breaking.
+  bool differentiable_graphs = false;
 };
 
 class Recorder final : public EagerCallObserver, public TensorReadObserver {

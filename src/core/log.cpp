@@ -36,6 +36,8 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"graph_code", "capture: each captured graph as .kir"},
     {"capture", "capture: one line per recorded op (function, graph, op)"},
     {"partitioner", "aot: each save or recompute decision of the forward/backward partitioners, and why"},
+    {"aot_joint_graph", "aot: each joint graph (forward and backward in one, primals and tangents in) as .kir"},
+    {"aot_graphs", "aot: each partitioned forward and backward graph as .kir"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

@@ -30,6 +30,8 @@ enum class LogChannel : uint8_t {
   GraphCode,    // capture: each captured graph as .kir
   Capture,      // capture: one line per recorded op
   Partitioner,  // aot: each save/recompute decision of the partitioners and its reason
+  AotJointGraph,  // aot: each joint graph as .kir
+  AotGraphs,      // aot: each forward and backward graph as .kir
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);

@@ -56,7 +56,7 @@ std::string bisect_limit_entry(std::string_view e) {
 
 OpExists g_op_exists = nullptr;  // set_op_exists_check
 
-constexpr std::string_view kInjectKinds = "compile_error,runtime_error,crash,accuracy,decomposition,hang";
+constexpr std::string_view kInjectKinds = "compile_error,runtime_error,crash,accuracy,decomposition,hang,vjp";
 
 std::string inject_entry(std::string_view e) {
   size_t colon = e.find(':');
@@ -93,8 +93,9 @@ const std::vector<OptionSpec> kTable = {
      ReproSettable::No, 1, 4},
     {Opt::Inject, "KILN_INJECT", OptType::List, "", "",
      "Bugs to inject, as op:kind pairs, e.g. `relu:accuracy` (`fusion:accuracy` and `<op>:decomposition` for "
-     "the inductor, docs/inductor.md; `hang` only in the inject_test backend, docs/minifier.md). Off when empty.",
-     ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang)",
+     "the inductor, docs/inductor.md; `<op>:vjp` for AOT autograd, docs/aot.md; `hang` only in the inject_test backend, "
+     "docs/minifier.md). Off when empty.",
+     ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang, vjp)",
      inject_entry},
     {Opt::CacheDir, "KILN_CACHE_DIR", OptType::String, "", "",
      "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln (or ~/.cache/kiln)."},

@@ -1,6 +1,6 @@
 // The decompose pass (decompose.h): one round clones the graph through graph::clone_graph (rewrite.h),
 // replacing each Composite node by the nodes its decomposition records on meta tensors
-// (DecompositionRecorder); rounds repeat until nothing changes.
+// (graph::MetaGraphRecorder, graph/meta_trace.h); rounds repeat until nothing changes.
 #include "inductor/decompose.h"
 
 #include <unordered_map>
@@ -8,6 +8,7 @@
 #include "core/bisect.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
+#include "graph/meta_trace.h"
 #include "graph/rewrite.h"
 #include "ops/api.h"
 #include "ops/common.h"
@@ -22,66 +23,9 @@ using graph::ValueId;
 
 namespace {
 
-// Records the op calls a decomposition makes on meta tensors standing for graph values as nodes of `out`.
-class DecompositionRecorder : public MetaCallRecorder {
- public:
-  DecompositionRecorder(Graph& out, std::string name_hint) : out_(out), hint_(std::move(name_hint)) {}
-
-  Tensor bind(ValueId id) {
-    const graph::ValueInfo& v = out_.value(id);
-    Tensor t = Tensor::meta(v.meta);
-    if (v.wrapped_number) t.impl()->wrapped_number = true;
-    ids_[t.impl()] = id;
-    keep_.push_back(t);
-    return t;
-  }
-
-  void alias(const Tensor& of, const Tensor& alias) override {
-    auto it = ids_.find(of.impl());
-    if (it == ids_.end()) return;  // not a graph value: id_of reports it if the decomposition uses it
-    ids_[alias.impl()] = it->second;
-    keep_.push_back(alias);
-  }
-
-  ValueId id_of(const Tensor& t) {
-    auto it = ids_.find(t.impl());
-    if (it != ids_.end()) return it->second;
-    KILN_ASSERT(!t.is_meta(), "decomposition: a meta tensor that is not derived from the graph's values");
-    ValueId id = out_.add_constant(out_.fresh_name(hint_ + "_c"), t);
-    ids_[t.impl()] = id;
-    keep_.push_back(t);
-    return id;
-  }
-
-  std::vector<Tensor> record(const OpCall& call) override {
-    std::vector<graph::Arg> args;
-    for (const IValue& v : call.args) {
-      if (v.is_none()) args.emplace_back(std::monostate{});
-      else if (v.is_tensor()) args.emplace_back(graph::TensorArg{id_of(v.tensor())});
-      else if (v.is_tensor_list()) {
-        graph::TensorListArg l;
-        for (const Tensor& t : v.tensor_list()) l.ids.push_back(t.defined() ? id_of(t) : graph::kNoValue);
-        args.emplace_back(l);
-      } else if (v.is_scalar()) args.emplace_back(v.scalar());
-      else if (v.is_int_list()) args.emplace_back(v.int_list());
-      else if (v.is_dtype()) args.emplace_back(v.dtype());
-      else args.emplace_back(v.string());
-    }
-    std::vector<TensorMeta> metas = infer_meta(call);
-    std::vector<std::string> names;
-    for (size_t i = 0; i < metas.size(); ++i) names.push_back(out_.fresh_name(fmt::format("{}_d{}_", hint_, i)));
-    std::vector<ValueId> outs = out_.add_op(call.op->id, std::move(args), names, metas);
-    std::vector<Tensor> result;
-    for (ValueId id : outs) result.push_back(bind(id));
-    return result;
-  }
-
- private:
-  Graph& out_;
-  std::string hint_;
-  std::unordered_map<TensorImpl*, ValueId> ids_;
-  std::vector<Tensor> keep_;  // keeps the impls alive, so their addresses stay unique
-};
+// Records the op calls a decomposition makes on meta tensors standing for graph values as nodes of `out`
+// (the one meta recorder, graph/meta_trace.h).
+using DecompositionRecorder = graph::MetaGraphRecorder;
 
 // `unrounded` (by value id) marks values computed inside an op that eager runs as one kernel: eager does not
 // round those to f16/bf16, so the lowering must not either. It is carried from `g` to `out`.

@@ -32,9 +32,9 @@ InjectSpec InjectSpec::from_options() {
     } else {
       KILN_CHECK(find_op(e.target), "KILN_INJECT: unknown op '{}' in '{}' (run `kiln ops` for the list)", e.target, item);
       KILN_CHECK(e.kind == "compile_error" || e.kind == "runtime_error" || e.kind == "crash" || e.kind == "accuracy" ||
-                     e.kind == "decomposition",
+                     e.kind == "decomposition" || e.kind == "vjp",
                  "KILN_INJECT: unknown kind '{}' in '{}' (kinds: compile_error, runtime_error, crash, accuracy, "
-                 "decomposition)", e.kind, item);
+                 "decomposition, vjp)", e.kind, item);
     }
     spec.entries.push_back(e);
   }

@@ -4,6 +4,7 @@
 // to their result). `fusion:accuracy` makes the scheduler fuse a consumer that reads a reduction at another
 // row into the reduction's kernel (it then reads a row that is not written yet). `<op>:decomposition` makes
 // that op's decomposition wrong (var and std ignore their correction; others add 1 to the first output).
+// `<op>:vjp` makes AOT autograd record that op's VJP wrong (1 added to each gradient; aot/joint.h).
 // Nothing is injected unless asked for; when KILN_INJECT is empty each check is one branch on an empty set.
 #pragma once
 #include <string>
@@ -14,7 +15,7 @@ namespace kiln::inductor {
 struct InjectSpec {
   struct Entry {
     std::string target;  // an op name, or "fusion"
-    std::string kind;    // compile_error, runtime_error, crash, accuracy, decomposition
+    std::string kind;    // compile_error, runtime_error, crash, accuracy, decomposition, vjp
   };
   std::vector<Entry> entries;
 

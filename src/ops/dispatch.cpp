@@ -225,6 +225,11 @@ AutogradHook* set_autograd_hook(AutogradHook* hook) { return std::exchange(g_aut
 
 std::vector<Tensor> dispatch(const OpCall& call) {
   const OpInfo& op = *call.op;
+  if (t_recorder && t_recorder->records_all_calls()) {
+    MetaCallRecorder* r = t_recorder;
+    ScopedMetaCallRecorder off(nullptr);
+    return r->record(call);
+  }
   if (call.any_meta()) {
     if (t_recorder) {
       MetaCallRecorder* r = t_recorder;

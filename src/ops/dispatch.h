@@ -34,6 +34,10 @@ class MetaCallRecorder {
   virtual std::vector<Tensor> record(const OpCall& call) = 0;
   // `alias` stands for the same value as `of` without an op call (Tensor::detach of a meta tensor).
   virtual void alias(const Tensor& of, const Tensor& alias) = 0;
+  // Whether calls without meta tensors (`zeros(sizes)`, ops on the tensors those make) are recorded too, so
+  // code that makes a fresh tensor and writes into it in place (a VJP rule) is recorded whole. Off for
+  // decompositions: their calls on plain tensors run eagerly and become constants.
+  virtual bool records_all_calls() const { return false; }
 };
 // Tells the installed recorder, if any, that `alias` stands for the same value as `of`.
 void record_meta_alias(const Tensor& of, const Tensor& alias);
