@@ -98,7 +98,7 @@ class GraphSubject : public Subject {
     OracleOptions oo;
     oo.tolerance = o.tolerance;
     oo.seed_state = seed_;
-    ref_ = FailureOracle(oo).reference(g, inputs);  // a graph whose reference fails is an error here
+    ref_ = FailureOracle(oo).baselines(g, inputs);  // a graph whose reference fails is an error here
   }
 
   TrialResult run(const Trial& t) override {
@@ -130,7 +130,7 @@ class GraphSubject : public Subject {
   BisectOptions o_;
   std::string rerun_;
   GeneratorState seed_;
-  std::vector<Tensor> ref_;
+  ComparisonBaselines ref_;
 };
 
 // ---- a shell command ----

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/bisect.h"
 #include "core/error.h"
 
 namespace kiln {
@@ -102,6 +103,10 @@ Child spawn(size_t index, const std::function<std::string()>& body, double timeo
     if (blas_thread_shutdown_) blas_thread_shutdown_();
     // A crash of the body is the result: die by the signal even where a sanitizer installed its own handlers.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
+    // The child judges its graph as a fresh `kiln run` would: KILN_BISECT_LIMIT counts applications from zero,
+    // not on from whatever the parent compiled before forking (a test binary that compiled every op's probe
+    // graph before its first test; a user's program under KILN_REPRO_AFTER).
+    reset_bisect_counts();
     std::string msg;
     try {
       msg = "ok\n" + body();

@@ -34,8 +34,11 @@ std::vector<int64_t> optional_dim(const OpCall& mc, int64_t ndim, std::string_vi
 }  // namespace
 
 ReductionBody reduce_sum_mean(const ReductionCall& c) {
-  ReductionBody r = reduction(reduction_dims(c.mc.opt_ints(1), c.mc.tensor(0).dim(), op_info(c.id).name), ReduceOp::Sum,
-                              compute_dtype_of(c.out_dt));
+  // A sum in bool is eager's saturating bool add, a logical or: accumulating in an i1 would wrap (1 + 1 = 0; a
+  // kiln fuzz finding, tests/repros/sum_to_bool_is_a_logical_or.repro).
+  const bool in_bool = c.out_dt == DType::Bool;
+  ReductionBody r = reduction(reduction_dims(c.mc.opt_ints(1), c.mc.tensor(0).dim(), op_info(c.id).name),
+                              in_bool ? ReduceOp::Any : ReduceOp::Sum, in_bool ? DType::Bool : compute_dtype_of(c.out_dt));
   r.divide_by_count = c.id == OpId::mean;
   return r;
 }

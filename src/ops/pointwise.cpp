@@ -1012,8 +1012,11 @@ std::vector<Tensor> lerp_decomp(const OpCall& c) {
     const double one_minus_w = self.dtype() == DType::F64 ? 1.0 - w : double(1.0f - float(w));
     return {sub(end, mul(diff, one_minus_w))};
   }
-  Tensor upper = ge(abs(weight), 0.5);
-  Tensor coeff = where(upper, sub(weight, 1), weight);
+  // A 0-dim weight of another dtype (bool, an integer) is read as a number in self's dtype, as the kernel reads
+  // it (a kiln fuzz finding: abs of a bool weight was an error; seed 12 index 2021, --max-nodes 30).
+  const Tensor w = is_floating(weight.dtype()) ? weight : to(weight, self.dtype());
+  Tensor upper = ge(abs(w), 0.5);
+  Tensor coeff = where(upper, sub(w, 1), w);
   return {add(mul(coeff, diff), where(upper, end, self))};
 }
 
