@@ -160,7 +160,8 @@ void choose_variant(Prepared& p, bool metamorphic) {
     }
     if (p.variant == "f64") {
       p.variant_graph = in_f64(p.fc.graph);
-      for (Tensor& t : p.variant_inputs) t = to(t, f64_if_floating(t.dtype()));
+      // In f64 with the inputs' layouts kept: as_strided reads the layout (fuzz/findings/README.md, 11).
+      for (Tensor& t : p.variant_inputs) t = graph::layout_preserving_copy(t, f64_if_floating(t.dtype()));
       // Its own reference: random ops draw at the dtype they produce, which is now f64.
       ComparisonBaselines b = baselines_of(p.variant_graph, p.variant_inputs, p.fc.input_seed);
       p.variant_reference = std::move(b.fp64);
