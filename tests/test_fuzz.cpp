@@ -114,7 +114,9 @@ TEST(FuzzGenerator, ShrinkingKeepsGraphsValidAndEndsOnTheCulprit) {
     RC_ASSERT(!has_where);
   });
   EXPECT_FALSE(ok) << "no graph with a where node in 100 cases";
-  EXPECT_EQ(smallest, 1) << "shrinking did not reduce the graph to the where node alone";
+  // The where node alone, or with the one node making its operand when shrinking leaves the generator no input
+  // of that dtype (seed=4160922173207838301 ends at eye + where): either way far below the 30 nodes drawn.
+  EXPECT_LE(smallest, 2) << "shrinking did not reduce the graph to the where node (and its operand's producer)";
   EXPECT_EQ(invalid, 0);
 }
 
