@@ -33,21 +33,28 @@ ZipReader::ZipReader(const std::string& path) : path_(path) {
   zip_ = unzOpen64(path.c_str());
   KILN_CHECK(zip_, "{}: not a zip archive, or a truncated one (its central directory cannot be read); expected "
                    "a .pt2 file written by torch.export.save", path);
-  unz_global_info64 info{};
-  KILN_CHECK(unzGetGlobalInfo64(zip_, &info) == UNZ_OK, "{}: cannot read the zip directory", path);
-  KILN_CHECK(int64_t(info.number_entry) <= kMaxArchiveEntries, "{}: {} entries, more than the limit {}", path,
-             info.number_entry, kMaxArchiveEntries);
-  for (int rc = unzGoToFirstFile(zip_); rc != UNZ_END_OF_LIST_OF_FILE; rc = unzGoToNextFile(zip_)) {
-    KILN_CHECK(rc == UNZ_OK, "{}: the zip directory is corrupt (entry {})", path, entries_.size());
-    unz_file_info64 fi{};
-    std::vector<char> name(65536);
-    KILN_CHECK(unzGetCurrentFileInfo64(zip_, &fi, name.data(), uLong(name.size()), nullptr, 0, nullptr, 0) == UNZ_OK,
-               "{}: the zip directory is corrupt (entry {})", path, entries_.size());
-    std::string entry(name.data(), std::min<size_t>(fi.size_filename, name.size() - 1));
-    std::string why = unsafe_entry_name_reason(entry);
-    KILN_CHECK(why.empty(), "{}: zip entry '{}' is refused: {}; an archive written by torch.export.save has only "
-                            "relative names inside its own folder", path, entry, why);
-    entries_[entry] = fi.uncompressed_size;
+  // A refused archive throws from here, where the destructor does not run: close the handle on the way out.
+  try {
+    unz_global_info64 info{};
+    KILN_CHECK(unzGetGlobalInfo64(zip_, &info) == UNZ_OK, "{}: cannot read the zip directory", path);
+    KILN_CHECK(int64_t(info.number_entry) <= kMaxArchiveEntries, "{}: {} entries, more than the limit {}", path,
+               info.number_entry, kMaxArchiveEntries);
+    for (int rc = unzGoToFirstFile(zip_); rc != UNZ_END_OF_LIST_OF_FILE; rc = unzGoToNextFile(zip_)) {
+      KILN_CHECK(rc == UNZ_OK, "{}: the zip directory is corrupt (entry {})", path, entries_.size());
+      unz_file_info64 fi{};
+      std::vector<char> name(65536);
+      KILN_CHECK(unzGetCurrentFileInfo64(zip_, &fi, name.data(), uLong(name.size()), nullptr, 0, nullptr, 0) == UNZ_OK,
+                 "{}: the zip directory is corrupt (entry {})", path, entries_.size());
+      std::string entry(name.data(), std::min<size_t>(fi.size_filename, name.size() - 1));
+      std::string why = unsafe_entry_name_reason(entry);
+      KILN_CHECK(why.empty(), "{}: zip entry '{}' is refused: {}; an archive written by torch.export.save has only "
+                              "relative names inside its own folder", path, entry, why);
+      entries_[entry] = fi.uncompressed_size;
+    }
+  } catch (...) {
+    unzClose(zip_);
+    zip_ = nullptr;
+    throw;
   }
 }
 
