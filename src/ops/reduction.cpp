@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/scalar_math.h"
 #include "eager/reduce.h"
 #include "ops/common.h"
 #include "ops/families.h"
@@ -200,12 +201,14 @@ template <class T, class O>
 struct ProdOps {
   using Acc = ProdAcc<T>;
   static constexpr bool kAnyOrder = true;
+  // Integer products wrap as PyTorch's do (two's complement), never signed overflow (UBSan, kiln fuzz).
+  static Acc mul(Acc a, Acc b) { return wrapping_mul(a, b); }
   Acc init() const { return Acc(1); }
-  Acc step(Acc acc, T v, int64_t) const { return acc * Acc(v); }
+  Acc step(Acc acc, T v, int64_t) const { return mul(acc, Acc(v)); }
   Acc row(Acc acc, const T* p, int64_t n, int64_t stride, int64_t) const {
-    return fold_row<Acc>(acc, p, n, stride, Acc(1), [](Acc a, Acc b) { return a * b; }, [](T v) { return Acc(v); });
+    return fold_row<Acc>(acc, p, n, stride, Acc(1), [](Acc a, Acc b) { return mul(a, b); }, [](T v) { return Acc(v); });
   }
-  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc combine(Acc a, Acc b) const { return mul(a, b); }
   O finish(Acc a) const { return convert_element<O>(a); }
 };
 
