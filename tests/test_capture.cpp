@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "capture_test_values.h"
 #include "capture/capture.h"
 #include "cli_run.h"
 #include "core/options.h"
@@ -26,16 +27,8 @@ namespace {
 // How capture names a line of this file (std::source_location gives the path as compiled).
 std::string here(int line) { return fmt::format("{}:{}", __FILE__, line); }
 
-Tensor iota(Shape sizes, double start = 1.0) {
-  std::vector<float> v(size_t(shape_numel(sizes)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = float(start + double(i));
-  return Tensor::from_vector(v, sizes);
-}
-
-void expect_same(const Tensor& a, const Tensor& b) {
-  ASSERT_EQ(a.sizes(), b.sizes());
-  EXPECT_EQ(a.to_double_vector(), b.to_double_vector());
-}
+using capture_test::iota;
+using capture_test::expect_same;
 
 // The function body runs only when kiln traces; a cached call replays the graphs.
 TEST(Capture, CachedCallsReplayWithoutRunningTheFunction) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 
+#include "capture_test_values.h"
 #include "capture/capture.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
@@ -19,16 +20,8 @@ namespace {
 
 std::string here(int line) { return fmt::format("{}:{}", __FILE__, line); }
 
-Tensor iota(Shape sizes, double start = 1.0) {
-  std::vector<float> v(size_t(shape_numel(sizes)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = float(start + double(i));
-  return Tensor::from_vector(v, sizes);
-}
-
-void expect_same(const Tensor& a, const Tensor& b) {
-  ASSERT_EQ(a.sizes(), b.sizes());
-  EXPECT_EQ(a.to_double_vector(), b.to_double_vector());
-}
+using capture_test::iota;
+using capture_test::expect_same;
 
 std::atomic<int> g_kernel_runs{0};
 

@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "capture_test_values.h"
 #include "capture/capture.h"
 #include "core/options.h"
 #include "ops/api.h"
@@ -14,11 +15,7 @@ namespace {
 
 std::string here(int line) { return fmt::format("{}:{}", __FILE__, line); }
 
-Tensor iota(Shape sizes, double start = 1.0) {
-  std::vector<float> v(size_t(shape_numel(sizes)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = float(start + double(i));
-  return Tensor::from_vector(v, sizes);
-}
+using capture_test::iota;
 
 // The .kir line of the node that defines `%name` in `text`.
 std::string node_line(const std::string& text, const std::string& op) {
