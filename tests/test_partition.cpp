@@ -481,10 +481,13 @@ RC_GTEST_PROP(PartitionProperties, BothPartitionsComputeWhatTheJointComputes, ()
   const int num_forward_outputs = *rc::gen::inRange(1, 3);
   const std::string text = random_joint_text(num_primals, num_forward_outputs);
   const JointLayout layout{.num_primals = num_primals, .num_forward_outputs = num_forward_outputs};
+  RC_LOG() << text;
   Graph joint = parse_graph(text, "random_joint.kir");
   Partition save_needed = aot::partition_joint(joint, layout, aot::PartitionPolicy::SaveNeeded);
   Partition min_cut = aot::partition_joint(joint, layout, aot::PartitionPolicy::MinCut);
   for (const Partition* p : {&save_needed, &min_cut}) {
+    RC_LOG() << (p == &min_cut ? "min-cut" : "save-needed") << ": " << p->saved_bytes << " bytes saved\n";
+    for (const auto& d : p->decisions) RC_LOG() << (d.saved ? "  save %" : "  recompute %") << d.value << ": " << d.reason << "\n";
     verify_graph(p->forward, "forward.kir");
     verify_graph(p->backward, "backward.kir");
     RC_ASSERT(mismatch_against_joint(joint, layout, *p) == "");

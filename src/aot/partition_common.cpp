@@ -222,6 +222,24 @@ void log_decisions(std::string_view partitioner, const Graph& joint, const Parti
 
 }  // namespace
 
+std::vector<char> needed_by_gradients(const Graph& joint, const JointLayout& layout, const std::vector<char>& is_saved) {
+  const auto& outs = joint.outputs();
+  const std::vector<ValueId> gradients(outs.begin() + layout.num_forward_outputs, outs.end());
+  std::vector<char> stop(is_saved);
+  for (auto it = joint.inputs().begin() + layout.num_primals; it != joint.inputs().end(); ++it) stop[size_t(*it)] = 1;
+  return ancestors(joint, gradients, stop);
+}
+
+int64_t bytes_the_backward_reads(const Graph& joint, const JointLayout& layout, const std::vector<ValueId>& saved) {
+  std::vector<char> is_saved(size_t(joint.num_values()), 0);
+  for (ValueId id : saved) is_saved[size_t(id)] = 1;
+  const std::vector<char> needed = needed_by_gradients(joint, layout, is_saved);
+  int64_t bytes = 0;
+  for (ValueId id = 0; id < joint.num_values(); ++id)
+    if (is_saved[size_t(id)] && needed[size_t(id)]) bytes += value_bytes(joint, id);
+  return bytes;
+}
+
 Partition build_partition(const Graph& joint, const JointLayout& layout, const JointRegions& regions,
                           std::vector<ValueId> saved, const DecisionReason& saved_reason,
                           const DecisionReason& recompute_reason, std::string_view partitioner) {
@@ -241,9 +259,7 @@ Partition build_partition(const Graph& joint, const JointLayout& layout, const J
   std::vector<ValueId> tangents(joint.inputs().begin() + layout.num_primals, joint.inputs().end());
   // What the gradients need, stopping at the saved values and the tangents; saved values the backward does
   // not read are dropped (functorch does the same).
-  std::vector<char> stop(is_saved);
-  for (ValueId id : tangents) stop[size_t(id)] = 1;
-  const std::vector<char> needed_by_backward = ancestors(joint, gradients, stop);
+  const std::vector<char> needed_by_backward = needed_by_gradients(joint, layout, is_saved);
   std::erase_if(saved, [&](ValueId id) {
     if (needed_by_backward[size_t(id)]) return false;
     is_saved[size_t(id)] = 0;

@@ -61,6 +61,15 @@ int64_t value_bytes(const graph::Graph& g, graph::ValueId id);
 // Why a value is saved or recomputed (one partitioner's reasons).
 using DecisionReason = std::function<std::string(graph::ValueId)>;
 
+// Which joint values the gradients need, stopping at the saved values (`is_saved`, by value id) and the
+// tangents.
+std::vector<char> needed_by_gradients(const graph::Graph& joint, const JointLayout& layout,
+                                      const std::vector<char>& is_saved);
+// The bytes a partition saving `saved` really saves: build_partition drops saved values the backward never
+// reads, so only those the backward reads count.
+int64_t bytes_the_backward_reads(const graph::Graph& joint, const JointLayout& layout,
+                                 const std::vector<graph::ValueId>& saved);
+
 // Builds the forward and backward graphs for `saved` (forward-side values; any order, duplicates ignored):
 // the forward computes the forward outputs and the saved values, the backward recomputes from the saved
 // values and tangents whatever else the gradients need. Records one decision per saved value

@@ -233,19 +233,18 @@ Partition partition_min_cut(const Graph& joint, const JointLayout& layout, const
   MinCutModel model(joint, regions, options);
   std::vector<char> source_side = build_network(joint, layout, regions, model).min_cut_source_side();
   std::vector<ValueId> saved;
-  int64_t cut_bytes = 0;
   for (ValueId v = 0; v < joint.num_values(); ++v)
     if (source_side[size_t(FlowNetwork::in(v))] && !source_side[size_t(FlowNetwork::out(v))] &&
-        regions.forward_side(v)) {
+        regions.forward_side(v))
       saved.push_back(v);
-      cut_bytes += value_bytes(joint, v);
-    }
 
   // The weights are biased (distance, fusion), so in rare graphs the cut could hold more bytes than the
-  // default partition saves; then the default's saved set is used (min-cut never saves more).
+  // default partition saves; then the default's saved set is used (min-cut never saves more). Both sides
+  // count only what the backward reads: build_partition drops the rest (the default marks the inputs of
+  // values nothing reads).
   std::vector<ValueId> default_saved = save_needed_values(joint, layout, regions);
-  int64_t default_bytes = 0;
-  for (ValueId v : default_saved) default_bytes += value_bytes(joint, v);
+  const int64_t cut_bytes = bytes_the_backward_reads(joint, layout, saved);
+  const int64_t default_bytes = bytes_the_backward_reads(joint, layout, default_saved);
   std::optional<std::string> fallback;
   if (cut_bytes > default_bytes) {
     fallback = fmt::format("the min cut would save {} bytes, more than the default partition's {}: the default's "
