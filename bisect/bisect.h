@@ -115,8 +115,8 @@ struct BisectReport {
 };
 std::string_view outcome_name(BisectReport::Outcome o);
 
-// A configuration flip tried when no site explains a failure: kiln's own exp, vector width and streaming
-// stores are the ones the issue names; only those with an option exist here (streaming stores off).
+// A configuration flip tried when no site explains a failure: kiln's own exp off (KILN_OWN_EXP=0), scalar code
+// (KILN_VECTOR_WIDTH=1) and streaming stores off (KILN_STREAM_MIN_BYTES beyond any output).
 struct Flip {
   std::string name;
   std::vector<std::pair<std::string, std::string>> settings;

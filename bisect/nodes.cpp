@@ -19,6 +19,7 @@
 #include "inductor/compile.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
+#include "repro/training.h"
 
 namespace kiln::bisect {
 namespace {
@@ -184,8 +185,11 @@ std::string locate_site(const graph::Graph& g, const std::string& site_info) {
 
 void find_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, BisectReport& r,
                      const BisectOptions& o) {
+  if ((r.stage == "aot_eager" || r.stage == "aot_eager_decomp_partition") && trains(g))
+    return find_aot_divergence(g, inputs, r, o);
   if (r.stage != "inductor") {
-    r.divergence_note = fmt::format("the node step reads the inductor's kernels; the failing stage is {}", r.stage);
+    r.divergence_note = fmt::format("the node step reads the inductor's kernels or, in a training run, the AOT "
+                                    "graphs; the failing stage is {}", r.stage);
     return;
   }
   const GeneratorState seed = default_generator();
@@ -214,6 +218,8 @@ void find_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, B
     if (&rec == &kRecordings[0]) {
       if (!d) {
         r.divergence_note = "no value the compiled program materialises diverges from the fp64 reference";
+        if (trains(g)) r.divergence_note += " (the node step records the forward program: in a training run the "
+                                            "wrong values may be the compiled backward's)";
         return;
       }
       kernel_level = d;

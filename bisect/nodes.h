@@ -12,8 +12,14 @@ namespace kiln::bisect {
 // "" when it names none.
 std::string locate_site(const graph::Graph& g, const std::string& site_info);
 
-// Fills r.divergence (or r.divergence_note, saying why there is none) for a graph that fails on r.stage.
+// Fills r.divergence (or r.divergence_note, saying why there is none) for a graph that fails on r.stage: the
+// inductor's materialised buffers, or for a training graph failing on an AOT rung, find_aot_divergence.
 void find_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, BisectReport& r,
                      const BisectOptions& o);
+
+// A training graph (inputs marked `grad`) failing on aot_eager or aot_eager_decomp_partition: the rung's forward
+// and backward graphs in the fp64 interpreter against the joint graph without the rung's own steps (nodes_aot.cpp).
+void find_aot_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, BisectReport& r,
+                         const BisectOptions& o);
 
 }  // namespace kiln::bisect

@@ -12,7 +12,8 @@ std::string rung_text(const LadderRung& r) {
 }
 
 std::string culprit_text(const Culprit& c) {
-  if (c.is_flip) return fmt::format("subsystem:   none; the configuration flip '{}' ({}) fixes it\n", c.site, c.good_setting);
+  if (c.is_flip)
+    return fmt::format("subsystem:   none; the failure goes away with {} ({})\n", c.site, c.good_setting);
   std::string out = fmt::format("subsystem:   {} (disabling it fixes the failure; {} applications)\n", c.site,
                                 c.applications < 0 ? std::string("?") : std::to_string(c.applications));
   out += fmt::format("application: #{} (0-based: {} fails, {} passes; {} child runs)\n", c.application,
@@ -41,7 +42,8 @@ std::string BisectReport::text() const {
   else if (culprit)
     out += culprit_text(*culprit);
   else
-    out += "subsystem:   none explains it: disabling each site and each configuration flip left it failing\n";
+    out += "subsystem:   none explains it: disabling each site (and, past the AOT rungs, each configuration flip) "
+           "left it failing\n";
   if (divergence)
     out += fmt::format("first diverging node: {} (written by {}; recorded: {})\n  {}\n  expected (fp64) from "
                        "element {}: {}\n  actual:                   {}\n", divergence->node, divergence->step,

@@ -30,7 +30,9 @@ std::string_view outcome_name(BisectReport::Outcome o) {
 
 const std::vector<Flip>& flips() {
   // KILN_STREAM_MIN_BYTES at 1 PiB: no output is that large, so no store streams.
-  static const std::vector<Flip> f = {{"streaming stores off", {{"KILN_STREAM_MIN_BYTES", "1048576G"}}}};
+  static const std::vector<Flip> f = {{"kiln's own exp off", {{"KILN_OWN_EXP", "0"}}},
+                                      {"scalar code (vector width 1)", {{"KILN_VECTOR_WIDTH", "1"}}},
+                                      {"streaming stores off", {{"KILN_STREAM_MIN_BYTES", "1048576G"}}}};
   return f;
 }
 
@@ -162,7 +164,12 @@ class Search {
     r_.culprit = c;
   }
 
+  // The flips change only the inductor's code: not tried for a failure of the interpreted rungs.
   void try_flips() {
+    if (r_.stage == "eager" || r_.stage == "aot_eager" || r_.stage == "aot_eager_decomp_partition") {
+      r_.repro_command = s_.command_for(Trial{r_.stage, {}, "", -1});
+      return;
+    }
     for (const Flip& f : flips()) {
       TrialResult res = trial(Trial{"", f.settings, "", -1}, f.name);
       r_.tried.push_back({f.name, !bad(res)});

@@ -20,6 +20,7 @@
 #include "graph/interpreter.h"
 #include "repro/isolate.h"
 #include "repro/oracle.h"
+#include "repro/training.h"
 
 namespace kiln::bisect {
 namespace {
@@ -94,14 +95,24 @@ std::string env_prefix(const Trial& t) {
 class GraphSubject : public Subject {
  public:
   GraphSubject(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o, std::string rerun)
-      : g_(g), inputs_(inputs), o_(o), rerun_(std::move(rerun)), seed_(default_generator()) {
+      : g_(g), inputs_(inputs), o_(o), rerun_(std::move(rerun)), seed_(default_generator()), training_(trains(g)) {
     OracleOptions oo;
     oo.tolerance = o.tolerance;
     oo.seed_state = seed_;
+    if (training_) {  // judged on the outputs and the gradients (repro/training.h)
+      run_ = training_run(g);
+      try {
+        ref_ = training_baselines(g, inputs, run_, seed_);
+      } catch (const Error& e) {
+        fail("the fp64 reference training run of this graph fails, so it cannot show a backend bug: {}", e.what());
+      }
+      return;
+    }
     ref_ = FailureOracle(oo).baselines(g, inputs);  // a graph whose reference fails is an error here
   }
 
   TrialResult run(const Trial& t) override {
+    if (training_) return run_training_trial(t);
     OracleOptions oo;
     oo.backend = t.backend;
     oo.tolerance = o_.tolerance;
@@ -119,7 +130,8 @@ class GraphSubject : public Subject {
   }
 
   std::string command_for(const Trial& t) const override {
-    return fmt::format("{}kiln run {} --backend {} --check", env_prefix(t), rerun_, t.backend);
+    return fmt::format("{}kiln run {} --backend {} --check{}", env_prefix(t), rerun_, t.backend,
+                       training_ ? " --grad" : "");
   }
 
   std::string locate(const std::string& site_info) const override { return locate_site(g_, site_info); }
@@ -130,7 +142,27 @@ class GraphSubject : public Subject {
   BisectOptions o_;
   std::string rerun_;
   GeneratorState seed_;
+  bool training_;
+  TrainingRun run_;
   ComparisonBaselines ref_;
+
+  // A training run: forward and backward on the trial's backend (compiling inside the run), the outputs and
+  // the gradients judged against the reference's.
+  TrialResult run_training_trial(const Trial& t) {
+    IsolatedResult r = run_isolated([&] {
+      auto applied = apply_in_child(t, false);
+      FailureSignature f;
+      try {
+        default_generator() = seed_;
+        TrainingVerdict v = judge_training(g_, run_, run_training(t.backend, g_, inputs_, run_), ref_, o_.tolerance);
+        if (!v.ok) f = {FailureKind::Accuracy, v.text};
+      } catch (const std::exception& e) {
+        f = failure_of_exception(e);
+      }
+      return payload(f, hook_counts(), true, watched_bisect_site());
+    }, o_.timeout_s, setup_limit_for(o_.timeout_s));
+    return decode(r);
+  }
 };
 
 // ---- a shell command ----

@@ -111,13 +111,23 @@ TEST(Bisect, AFailureThatComesAndGoesIsReportedNondeterministic) {
 }
 
 TEST(Bisect, AFailureNoSiteExplainsSaysSo) {
-  // Bad on every backend but eager, whatever the bisection settings: no site and no flip explains it.
-  BisectReport r = bisect_function([] { return opt_string(Opt::Backend) == "eager"; }, BisectOptions{});
+  // Bad on the inductor, whatever the bisection settings and flips: no site and no flip explains it.
+  BisectReport r = bisect_function([] { return opt_string(Opt::Backend) != "inductor"; }, BisectOptions{});
   EXPECT_EQ(r.outcome, BisectReport::Outcome::Unexplained) << r.text();
+  EXPECT_EQ(r.stage, "inductor");
   EXPECT_FALSE(r.culprit);
   EXPECT_NE(r.text().find("none explains it"), std::string::npos) << r.text();
   for (const auto& [site, fixes] : r.tried) EXPECT_FALSE(fixes) << site;
-  EXPECT_FALSE(r.tried.empty());
+  EXPECT_EQ(r.tried.size(), flips().size()) << "every flip tried (the function compiles nothing: no site asked)";
+}
+
+TEST(Bisect, AFailureOfAnInterpretedRungIsNotFlipped) {
+  // Bad from aot_eager on: the flips change only the inductor's code, so none is tried.
+  BisectReport r = bisect_function([] { return opt_string(Opt::Backend) == "eager"; }, BisectOptions{});
+  EXPECT_EQ(r.outcome, BisectReport::Outcome::Unexplained) << r.text();
+  EXPECT_EQ(r.stage, "aot_eager");
+  EXPECT_TRUE(r.tried.empty()) << r.text();
+  EXPECT_NE(r.text().find("none explains it"), std::string::npos) << r.text();
 }
 
 // The node step does not depend on a culprit: an unexplained failure still gets its first diverging node.

@@ -19,6 +19,7 @@
 #include "graph/text.h"
 #include "minifier/emit.h"
 #include "ops/api.h"
+#include "repro/training.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {
@@ -30,6 +31,7 @@ struct RunArgs {
   std::string inputs_dir;
   std::optional<uint64_t> seed;
   bool check = false;
+  bool grad = false;  // with check: forward and backward, outputs and gradients judged (repro/training.h)
   std::string dump_dir;
   std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
 };
@@ -86,6 +88,19 @@ void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
   fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", path, path);
 }
 
+// `--check --grad`: the graph run for training on the backend against the reference's outputs and gradients.
+int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunArgs& a) {
+  KILN_CHECK(trains(g), "{}: --grad needs inputs marked `grad` (e.g. `%w: f32[4] grad`); graph {} has none", a.file,
+             g.name);
+  TrainingRun run = training_run(g);
+  manual_seed(seed);
+  const GeneratorState start = default_generator();
+  std::vector<Tensor> got = run_training(a.backend, g, inputs, run);
+  TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), CompareOptions{}.tol);
+  fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", v.text);
+  return v.ok ? 0 : 1;
+}
+
 int run_run(const RunArgs& a) {
   const BackendFn& backend = find_backend(a.backend);
   graph::Graph g = graph::load_graph(a.file);
@@ -109,6 +124,7 @@ int run_run(const RunArgs& a) {
   }
   if (!a.emit.empty()) emit_torch_beside_dump(g, a);
   if (!a.check) return 0;
+  if (a.grad) return check_training(g, inputs, seed, a);
 
   manual_seed(seed);
   CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs);
@@ -145,6 +161,10 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   inputs->excludes(seed);
   run->add_flag("--check", run_args.check,
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
+  run->add_flag("--grad", run_args.grad,
+                "with --check: run forward and backward (inputs marked `grad` get gradients through fixed tangents) "
+                "and compare the outputs and the gradients")
+      ->needs(run->get_option("--check"));
   run->add_option("--dump", run_args.dump_dir,
                   "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");
   run->add_option("--emit", run_args.emit,

@@ -5,8 +5,10 @@
 #include "aot/partition_impl.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/options.h"
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
+#include "ops/api.h"
 
 namespace kiln::aot {
 
@@ -212,6 +214,22 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
     if (!saved[size_t(n.outputs[k])]) c.map(n.outputs[k], outs[k]);
 }
 
+// KILN_INJECT=partition:accuracy (the wrong partition of the tools' tests): the min-cut partitioner's backward
+// computes the first floating value it recomputes as value + 1. Nothing changes unless asked for.
+bool wrong_partition_injected(std::string_view partitioner) {
+  if (partitioner != "min-cut") return false;
+  for (const std::string& e : opt_list(Opt::Inject))
+    if (e == "partition:accuracy") return true;
+  return false;
+}
+
+void recompute_wrongly(ValueId id, graph::GraphCloner& c) {
+  const TensorMeta& meta = c.src().value(id).meta;
+  ValueId one = c.out().add_constant(c.out().fresh_name("injected_one"), full(IntList{}, Scalar(int64_t(1)), meta.dtype));
+  c.map(id, c.out().add_op1(OpId::add, {graph::TensorArg{c[id]}, graph::TensorArg{one}, Scalar(int64_t(1))},
+                            c.out().fresh_name(c.src().value(id).name + "_injected")));
+}
+
 void log_decisions(std::string_view partitioner, const Graph& joint, const Partition& p) {
   if (!log_enabled(LogChannel::Partitioner)) return;
   log_line(LogChannel::Partitioner, fmt::format("{} partition of '{}': {} saved values, {} bytes", partitioner,
@@ -295,13 +313,17 @@ Partition build_partition(const Graph& joint, const JointLayout& layout, const J
     for (ValueId id : joint.inputs())
       if (needed[size_t(id)] && !is_saved[size_t(id)] && regions.of_value[size_t(id)] == JointRegion::Primal)
         internal_fail("partitioner: the backward needs primal {} but it was not saved", value_label(joint, id));
+    bool inject = wrong_partition_injected(partitioner);
     for (const Node& node : joint.nodes()) {
       bool wanted = false;
       for (ValueId o : node.outputs) wanted = wanted || (needed[size_t(o)] && !is_saved[size_t(o)]);
       if (!wanted) continue;
       copy_node_keeping_saved(node, c, is_saved);
       for (ValueId o : node.outputs)
-        if (regions.forward_side(o) && !is_saved[size_t(o)]) recomputed.push_back(o);
+        if (regions.forward_side(o) && !is_saved[size_t(o)]) {
+          recomputed.push_back(o);
+          if (inject && is_floating(joint.value(o).meta.dtype)) recompute_wrongly(o, c), inject = false;
+        }
     }
     c.set_outputs(gradients);
     p.backward = c.take();

@@ -26,7 +26,7 @@ CompileOptions cuda_options() {
 
 // The AOT autograd backends (docs/aot.md): aot_eager runs both halves in the interpreter,
 // aot_eager_decomp_partition decomposes the joint graph to the primitive set first (the inductor's decompose
-// pass, KILN_INJECT decomposition bugs included), inductor compiles both halves.
+// pass, KILN_INJECT decomposition bugs included) and partitions it with min-cut, inductor compiles both halves.
 }  // namespace
 
 bool backend_supports_autograd(const std::string& name) {
@@ -48,6 +48,7 @@ aot::AotConfig aot_backend_config(const std::string& name, const std::string& re
     return config;
   }
   if (name == "aot_eager_decomp_partition") {
+    config.policy = aot::PartitionPolicy::MinCut;  // as PyTorch's: the min-cut rematerialisation partitioner
     config.transform_joint = [](const graph::Graph& joint) {
       inductor::CompileContext ctx;
       ctx.inject = inductor::InjectSpec::from_options();

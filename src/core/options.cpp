@@ -62,7 +62,7 @@ std::string inject_entry(std::string_view e) {
   size_t colon = e.find(':');
   if (colon == std::string_view::npos) return "no ':kind'";
   std::string_view target = e.substr(0, colon), kind = e.substr(colon + 1);
-  if (target != "fusion" && (g_op_exists ? !g_op_exists(target) : !is_name(target)))
+  if (target != "fusion" && target != "partition" && (g_op_exists ? !g_op_exists(target) : !is_name(target)))
     return fmt::format("unknown op '{}' (`kiln ops` lists them)", target);
   for (size_t start = 0; start <= kInjectKinds.size();) {
     size_t comma = std::min(kInjectKinds.find(',', start), kInjectKinds.size());
@@ -93,7 +93,7 @@ const std::vector<OptionSpec> kTable = {
      ReproSettable::No, 1, 4},
     {Opt::Inject, "KILN_INJECT", OptType::List, "", "",
      "Bugs to inject, as op:kind pairs, e.g. `relu:accuracy` (`fusion:accuracy` and `<op>:decomposition` for "
-     "the inductor, docs/inductor.md; `<op>:vjp` for AOT autograd, docs/aot.md; `hang` only in the inject_test backend, "
+     "the inductor, docs/inductor.md; `<op>:vjp` and `partition:accuracy` (the min-cut partitioner recomputes a value wrongly) for AOT autograd, docs/aot.md; `hang` only in the inject_test backend, "
      "docs/minifier.md). Off when empty.",
      ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang, vjp)",
      inject_entry},
@@ -130,6 +130,14 @@ const std::vector<OptionSpec> kTable = {
      "Recompiles of one kiln::compile'd function before kiln warns and runs it eagerly on calls that miss "
      "its cache (Dynamo's cache_size_limit).",
      ReproSettable::No, 0, 1000000},
+    {Opt::OwnExp, "KILN_OWN_EXP", OptType::Bool, "1", "",
+     "Compiled CPU kernels compute f32 e^x with kiln's own AVX-512 polynomial where the host has AVX-512F/VL "
+     "(docs/inductor.md, Debugging). 0 = libm's expf (glibc's libmvec variants once vectorised).",
+     ReproSettable::Yes},
+    {Opt::VectorWidth, "KILN_VECTOR_WIDTH", OptType::Int, "0", "",
+     "Lanes the loop vectoriser gives each loop of a compiled CPU kernel: 0 = its own choice, 1 = scalar code "
+     "(loop and SLP vectorisation off), N = N lanes (docs/inductor.md, Debugging).",
+     ReproSettable::Yes, 0, 64},
 };
 #pragma GCC diagnostic pop
 

@@ -28,6 +28,8 @@ enum class Opt : uint8_t {
   Backend,
   CaptureVerify,
   RecompileLimit,
+  OwnExp,
+  VectorWidth,
   NumOptions
 };
 

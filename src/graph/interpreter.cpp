@@ -3,6 +3,8 @@
 // value can be released; a run then fills the slots, dispatches, checks the result metas and moves on.
 #include "graph/interpreter.h"
 
+#include <optional>
+
 #include "core/log.h"
 #include "graph/inputs.h"
 #include "ops/api.h"
@@ -25,6 +27,12 @@ Tensor upcast_if_floating(const Tensor& t) {
   Tensor u = layout_preserving_copy(t, DType::F64);  // as_strided of an input reads its layout
   if (t.is_wrapped_number()) u.impl()->wrapped_number = true;
   return u;
+}
+
+// With autograd on, a value that requires grad is upcast through `to`, so its gradient reaches the caller's tensor.
+Tensor upcast(const Tensor& t, bool autograd) {
+  if (autograd && t.requires_grad() && is_floating(t.dtype()) && t.dtype() != DType::F64) return to(t, DType::F64);
+  return upcast_if_floating(t);
 }
 
 }  // namespace
@@ -133,7 +141,8 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
                for (ValueId id : g.inputs()) names.push_back("%" + g.value(id).name + ": " + meta_str(g.value(id).meta));
                return names;
              }(), ", "), inputs.size());
-  NoGradGuard no_grad;
+  std::optional<NoGradGuard> no_grad;
+  if (!opts_.autograd) no_grad.emplace();
   std::vector<Tensor> env(size_t(g.num_values()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& v = g.value(g.inputs()[i]);
@@ -143,7 +152,7 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
     KILN_CHECK(t.dtype() == v.meta.dtype && t.sizes() == v.meta.sizes,
                "graph {}: input {} (%{}) is {}, but the graph declares {}", g.name, i, v.name, t.str(),
                meta_str(v.meta));
-    env[size_t(g.inputs()[i])] = fp64 ? upcast_if_floating(t) : t;
+    env[size_t(g.inputs()[i])] = fp64 ? upcast(t, opts_.autograd) : t;
     if (opts_.on_value) opts_.on_value(g.inputs()[i], env[size_t(g.inputs()[i])]);
   }
   for (ValueId id : plan_->release_after_inputs) env[size_t(id)] = Tensor();
@@ -187,7 +196,7 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
                    "{}: result {} is {}, but the graph records {} (the graph's metadata disagrees with the "
                    "kernel; re-infer it with `kiln verify`)", node_label(g, n), k, outs[k].str(), meta_str(want));
       }
-      if (fp64) outs[k] = upcast_if_floating(outs[k]);
+      if (fp64) outs[k] = upcast(outs[k], opts_.autograd);
       if (log) KILN_LOG(LogChannel::Interpreter, "{} -> {}", node_label(g, n), outs[k].str());
       if (opts_.on_value) opts_.on_value(id, outs[k]);
       env[size_t(id)] = std::move(outs[k]);

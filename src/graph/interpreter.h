@@ -4,7 +4,7 @@
 //
 // Contract:
 // - Inputs must match the graph's inputs in number, dtype and shape (any strides); otherwise kiln::Error.
-// - Every node runs under NoGradGuard with the global random generator (seed it first for reproducible
+// - Every node runs under NoGradGuard (unless InterpretOptions::autograd) with the global random generator (seed it first for reproducible
 //   random ops). In-place nodes mutate the tensors they are given, as in eager mode, graph inputs included.
 // - A kernel error is rethrown as kiln::Error naming the node (%name = op at line:col).
 // - check_meta: each result's dtype and shape must equal the graph's recorded meta (strides are not checked).
@@ -24,6 +24,9 @@ namespace kiln::graph {
 struct InterpretOptions {
   bool fp64 = false;
   bool check_meta = true;
+  // Nodes run with grad mode as the caller has it (not under NoGradGuard): inputs that require grad get
+  // gradients through eager autograd (the reference of training runs, repro/training.h).
+  bool autograd = false;
   // Called for every value as it is defined: graph inputs (after the fp64 upcast), constants and node
   // outputs, in execution order.
   std::function<void(ValueId, const Tensor&)> on_value;

@@ -27,14 +27,14 @@ InjectSpec InjectSpec::from_options() {
     size_t colon = item.find(':');
     KILN_CHECK(colon != std::string::npos, "KILN_INJECT: entry '{}' must be op:kind (e.g. relu:accuracy)", item);
     Entry e{item.substr(0, colon), item.substr(colon + 1)};
-    if (e.target == "fusion") {
-      KILN_CHECK(e.kind == "accuracy", "KILN_INJECT: fusion supports only the kind accuracy, got '{}'", e.kind);
+    if (e.target == "fusion" || e.target == "partition") {
+      KILN_CHECK(e.kind == "accuracy", "KILN_INJECT: {} supports only the kind accuracy, got '{}'", e.target, e.kind);
     } else {
       KILN_CHECK(find_op(e.target), "KILN_INJECT: unknown op '{}' in '{}' (run `kiln ops` for the list)", e.target, item);
       KILN_CHECK(e.kind == "compile_error" || e.kind == "runtime_error" || e.kind == "crash" || e.kind == "accuracy" ||
                      e.kind == "decomposition" || e.kind == "vjp",
                  "KILN_INJECT: unknown kind '{}' in '{}' (kinds: compile_error, runtime_error, crash, accuracy, "
-                 "decomposition, vjp)", e.kind, item);
+                 "decomposition, vjp; and fusion:accuracy, partition:accuracy)", e.kind, item);
     }
     spec.entries.push_back(e);
   }

@@ -77,12 +77,16 @@ class Lowerer {
     return v;
   }
 
+  // The body is shared, not copied: a pending value's loader goes into each user's closure by value, and theirs
+  // into their users', so copying the closure itself would copy the whole chain of bodies behind it each time
+  // (quadratic: lowering a 1000-op pointwise chain took 300 ms of CPU, most of it copying std::functions).
   LValue pending_value(Shape sizes, DType dt, Loader load, int cost = 2) {
     LValue v;
     v.cost = cost;
     v.sizes = std::move(sizes);
     v.dtype = dt;
-    v.load = std::move(load);
+    auto body = std::make_shared<const Loader>(std::move(load));
+    v.load = [body](const std::vector<Index>& idx) { return (*body)(idx); };
     v.pending = true;
     return v;
   }

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/jit.h"
 #include "backends/cpu/vector_math.h"
+#include "core/options.h"
 
 namespace kiln::inductor::cpu_codegen {
 
@@ -29,7 +30,7 @@ KernelContext::KernelContext(llvm::Module& module, const Kernel& kernel, const L
                              const std::vector<int>& arguments)
     : m(module), ctx(module.getContext()), b(ctx), k(kernel), lg(lowered), args(arguments),
       vector_math(runtime::KernelJit::instance().vector_math()),
-      fast_exp(runtime::has_fast_vector_math() &&
+      fast_exp(runtime::has_fast_vector_math() && opt_bool(Opt::OwnExp) &&
                count_nodes(k, [](const SNode& n) { return n.op == SOp::Exp && n.dtype == DType::F32; }) <= kMaxFastExpSites),
       max_skips_nan(runtime::has_fast_vector_math() &&
                     count_nodes(k, [](const SNode& n) { return n.op == SOp::Max && is_floating(n.dtype); }) == 0) {

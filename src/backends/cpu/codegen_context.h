@@ -43,7 +43,7 @@ struct KernelContext {
   const bool vector_math;
   // On AVX-512 hosts f32 e^x is kiln's own vector polynomial (vector_math.h), inlined at every vectorised call
   // site at a cost in code-generation time: kernels with more than kMaxFastExpSites f32 exps call libmvec's
-  // instead (docs/inductor.md, step 5, has the figures).
+  // instead (docs/inductor.md, step 5, has the figures). KILN_OWN_EXP=0 turns it off.
   static constexpr int kMaxFastExpSites = 2;
   const bool fast_exp;
   // NaN-insensitive max reductions (LoopNode::nan_insensitive) as llvm.maximum recurrences, which the JIT turns

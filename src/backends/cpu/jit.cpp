@@ -6,7 +6,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/Transforms/Utils/Local.h>
 #include <llvm/IR/LLVMContext.h>
@@ -56,6 +58,49 @@ T unwrap(llvm::Expected<T> v, const char* what) {
 }
 void check(llvm::Error e, const char* what) {
   if (e) throw CompileError(fmt::format("LLVM JIT: {}: {}", what, llvm::toString(std::move(e))));
+}
+
+// The code-generation options that change a kernel's code beyond its loop IR (docs/options.md: KILN_OWN_EXP,
+// KILN_VECTOR_WIDTH), part of target_description() and so of every cache key: "" at their defaults.
+std::string codegen_settings() {
+  std::string out;
+  if (!opt_bool(Opt::OwnExp)) out += " own_exp=0";
+  if (int64_t width = opt_int(Opt::VectorWidth)) out += fmt::format(" vector_width={}", width);
+  return out;
+}
+
+// Instructions of `m` that produce a vector (after optimisation: what the vectorisers made), for the cache log.
+int64_t vector_instructions(const llvm::Module& m) {
+  int64_t n = 0;
+  for (const llvm::Function& f : m)
+    for (const llvm::BasicBlock& bb : f)
+      for (const llvm::Instruction& i : bb) n += i.getType()->isVectorTy();
+  return n;
+}
+
+// KILN_VECTOR_WIDTH=N (N > 1): every loop of `m` asks the loop vectoriser for N lanes (llvm.loop.vectorize.width
+// added to the loop's metadata, which the code generator's own hints may already hold).
+void force_vector_width(llvm::Module& m, int64_t width) {
+  llvm::LLVMContext& c = m.getContext();
+  auto hint = [&](const char* name, llvm::Constant* value) {
+    return llvm::MDNode::get(c, {llvm::MDString::get(c, name), llvm::ConstantAsMetadata::get(value)});
+  };
+  llvm::Type* i32 = llvm::Type::getInt32Ty(c);
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    llvm::DominatorTree dt(f);
+    llvm::LoopInfo li(dt);
+    for (llvm::Loop* loop : li.getLoopsInPreorder()) {
+      std::vector<llvm::Metadata*> ops = {nullptr};
+      if (llvm::MDNode* old = loop->getLoopID())
+        for (unsigned i = 1; i < old->getNumOperands(); ++i) ops.push_back(old->getOperand(i));
+      ops.push_back(hint("llvm.loop.vectorize.width", llvm::ConstantInt::get(i32, uint64_t(width))));
+      ops.push_back(hint("llvm.loop.vectorize.enable", llvm::ConstantInt::getTrue(c)));
+      llvm::MDNode* id = llvm::MDNode::getDistinct(c, ops);
+      id->replaceOperandWith(0, id);
+      loop->setLoopID(id);
+    }
+  }
 }
 
 // The disk half of the kernel cache: object files, one directory per code-generator version.
@@ -225,8 +270,10 @@ struct KernelJit::Impl {
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
     llvm::PipelineTuningOptions pto;
-    pto.LoopVectorization = true;
-    pto.SLPVectorization = true;
+    const int64_t width = opt_int(Opt::VectorWidth);  // 1: scalar code; N > 1: N lanes (force_vector_width)
+    pto.LoopVectorization = width != 1;
+    pto.SLPVectorization = width != 1;
+    if (width > 1) force_vector_width(m, width);
     // No interleaving of vectorised loops: the bodies are long (fused chains), so the vector width alone keeps
     // the units busy, and interleaving would multiply the code LLVM must compile.
     pto.LoopInterleaving = false;
@@ -280,7 +327,7 @@ KernelJit& KernelJit::instance() {
 KernelJit::KernelJit() : impl_(std::make_unique<Impl>()) {}
 KernelJit::~KernelJit() = default;
 
-std::string KernelJit::target_description() const { return impl_->target; }
+std::string KernelJit::target_description() const { return impl_->target + codegen_settings(); }
 bool KernelJit::vector_math() const { return impl_->vector_math; }
 
 JitStats KernelJit::stats() const {
@@ -306,7 +353,8 @@ struct KernelJit::Lookup {
   Lookup(Impl& impl, const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
          const std::function<void(llvm::Module&, const std::string&)>& b, std::string* ir)
       : im(impl), build(b), ir_out(ir) {
-    KILN_ASSERT(target == im.target, "kernel JIT: asked for target '{}', but it compiles for '{}'", target, im.target);
+    KILN_ASSERT(target == im.target + codegen_settings(), "kernel JIT: asked for target '{}', but it compiles for '{}'",
+                target, im.target + codegen_settings());
     key_material = fmt::format("{}\n{}\nv{}", key_text, target, kCodegenVersion);
     key = sha256_hex(key_material);
     symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
@@ -385,8 +433,9 @@ struct KernelJit::Lookup {
     const auto t3 = Clock::now();
     KernelFn fn = im.load(object, symbol);
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-    KILN_LOG(LogChannel::Cache, "built {}: IR {:.1f} ms, optimise {:.1f} ms, code generation {:.1f} ms, link {:.1f} ms",
-             symbol, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, Clock::now()));
+    KILN_LOG(LogChannel::Cache, "built {}: IR {:.1f} ms, optimise {:.1f} ms, code generation {:.1f} ms, link {:.1f} ms; "
+             "{} vector instructions", symbol, ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t3, Clock::now()),
+             vector_instructions(*module));
     im.stats.compile_ms += ms(t0, Clock::now());
     ++im.stats.compiles;
     im.memory[key] = fn;

@@ -51,7 +51,8 @@ class KernelJit {
   // KILN_LOGS=output_code and KILN_DEBUG_DIR).
   KernelFn get(const std::string& key_text, const std::string& target, const std::string& symbol_prefix,
                const std::function<void(llvm::Module&, const std::string& symbol)>& build, std::string* ir_out);
-  // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2").
+  // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2"), with the code-generation options
+  // not at their defaults (" own_exp=0 vector_width=1"): read at each call, as options may be overridden.
   std::string target_description() const;
   // Whether glibc's vector math library (libmvec) is loaded: then the vectoriser maps libm calls to vector
   // variants, and code generation prefers plain libm calls over its inline polynomials (smaller code).
