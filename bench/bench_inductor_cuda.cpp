@@ -4,8 +4,13 @@
 // first compile of the case in this process, NVRTC included; the disk cache is bypassed with a fresh
 // KILN_CACHE_DIR per process by ci/gpu-test.sh), kernels. Skipped with the reason where there is no GPU.
 // torch.compile's figures for the same cases come from bench/peer_torch_cuda.py in the same device run.
+// inductor_cuda/overhead_<graph>_<launches>: the host's cost of one call of a tiny program (pointwise10 on 1024
+// elements, fused: 1 kernel, unfused: 10), launched kernel by kernel (direct) or replayed as a CUDA graph
+// (reduce-overhead). Counters: issue_us (host time to enqueue one call, averaged over a burst that stays under
+// the launch queue's depth), latency_us (one call launched and waited for, the median of kLatencyCalls).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "backends/cuda/device_program.h"
@@ -33,6 +38,9 @@ std::string softmax_text(int n) {
 std::string layernorm_text(int n) {
   return fmt::format("graph l(%x: f32[{0}, {0}], %w: f32[{0}], %b: f32[{0}]) {{\n"
                      "  %y = layer_norm(%x, [{0}], %w, %b) : f32[{0}, {0}]\n  return %y\n}}\n", n);
+}
+std::string whole_sum_text(int64_t n) {
+  return fmt::format("graph w(%x: f32[{0}]) {{\n  %y = sum(%x) : f32[]\n  return %y\n}}\n", n);
 }
 std::string row_sum_text(int n) {
   return fmt::format("graph r(%x: f32[{0}, {0}]) {{\n  %y = sum(%x, [1]) : f32[{0}]\n  return %y\n}}\n", n);
@@ -101,7 +109,60 @@ void run_case(benchmark::State& state, const std::string& text) {
   }
 }
 
+constexpr int kLatencyCalls = 1001;
+
+void run_overhead_or_throw(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launches launches) {
+  std::string why;
+  if (!cuda::driver(&why)) return state.SkipWithError(("needs a CUDA device: " + why).c_str());
+  graph::Graph g = graph::parse_graph(pointwise10_text(1024), "bench.kir");
+  CompileOptions options;
+  options.device = "cuda";
+  options.backend = "inductor_cuda";
+  options.fuse = fuse;
+  std::shared_ptr<CompiledGraph> c = compile(g, options);
+  cuda::DeviceProgram program(c, launches);
+  program.upload(graph::seeded_inputs(g, 0));
+  program.launch();  // loads the modules; captures the graph
+  program.synchronize();
+  using clock = std::chrono::steady_clock;
+  const int burst = std::max<int>(1, 400 / std::max<int64_t>(1, c->stats().kernels));
+  double issue = 1e30;
+  std::vector<double> latency;
+  for (auto _ : state) {
+    for (int rep = 0; rep < 20; ++rep) {
+      const auto t0 = clock::now();
+      for (int i = 0; i < burst; ++i) program.launch();
+      issue = std::min(issue, std::chrono::duration<double>(clock::now() - t0).count() / burst);
+      program.synchronize();
+    }
+    for (int i = 0; i < kLatencyCalls; ++i) {
+      const auto t0 = clock::now();
+      program.launch();
+      program.synchronize();
+      latency.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+    }
+    std::nth_element(latency.begin(), latency.begin() + kLatencyCalls / 2, latency.end());
+    state.SetIterationTime(latency[kLatencyCalls / 2]);
+  }
+  state.counters["issue_us"] = issue * 1e6;
+  state.counters["latency_us"] = latency[kLatencyCalls / 2] * 1e6;
+  state.counters["kernels"] = c->stats().kernels;
+}
+
+void run_overhead(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launches launches) {
+  try {
+    run_overhead_or_throw(state, fuse, launches);
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void BM_pointwise10(benchmark::State& s) { run_case(s, pointwise10_text(64 << 20)); }
+void BM_whole_sum(benchmark::State& s) { run_case(s, whole_sum_text(64 << 20)); }
+void BM_overhead_fused_direct(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::Direct); }
+void BM_overhead_fused_graph(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::CudaGraph); }
+void BM_overhead_unfused_direct(benchmark::State& s) { run_overhead(s, false, cuda::DeviceProgram::Launches::Direct); }
+void BM_overhead_unfused_graph(benchmark::State& s) { run_overhead(s, false, cuda::DeviceProgram::Launches::CudaGraph); }
 void BM_softmax(benchmark::State& s) { run_case(s, softmax_text(8192)); }
 void BM_layernorm(benchmark::State& s) { run_case(s, layernorm_text(8192)); }
 void BM_row_sum(benchmark::State& s) { run_case(s, row_sum_text(8192)); }
@@ -110,6 +171,11 @@ BENCHMARK(BM_pointwise10)->Name("inductor_cuda/pointwise10_f32_64M")->UseManualT
 BENCHMARK(BM_softmax)->Name("inductor_cuda/softmax_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_layernorm)->Name("inductor_cuda/layernorm_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_row_sum)->Name("inductor_cuda/row_sum_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_whole_sum)->Name("inductor_cuda/whole_sum_f32_64M")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_overhead_fused_direct)->Name("inductor_cuda/overhead_fused_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_fused_graph)->Name("inductor_cuda/overhead_fused_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_unfused_direct)->Name("inductor_cuda/overhead_unfused_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_unfused_graph)->Name("inductor_cuda/overhead_unfused_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kiln

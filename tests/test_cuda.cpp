@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "api/backends.h"
+#include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
 #include "cli_run.h"
@@ -117,6 +118,74 @@ TEST(CudaCodegen, SoftmaxIsBlockReductionsWithWarpShuffles) {
   EXPECT_NE(all.find("__global__"), std::string::npos) << all;
   EXPECT_NE(all.find("kiln_block_reduce("), std::string::npos) << all;
   EXPECT_NE(all.find("typedef int idx_t;"), std::string::npos) << "small tensors index in 32 bits\n" << all;
+}
+
+// The CUDA C of every kernel of `text`'s graph.
+std::string cuda_code(const std::string& text) {
+  ScopedOption logs(Opt::Logs, "output_code");
+  std::shared_ptr<CompiledGraph> c = compile(parse(text), cuda_options());
+  std::string all;
+  for (const std::string& code : c->kernel_llvm_ir()) all += code;
+  return all;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string softmax_text(const std::string& dt, int64_t rows, int64_t cols) {
+  return fmt::format("graph s(%x: {0}[{1}, {2}]) {{\n  %y = softmax(%x, -1) : {0}[{1}, {2}]\n  return %y\n}}\n", dt, rows, cols);
+}
+std::string layernorm_text(const std::string& dt, int64_t rows, int64_t cols) {
+  return fmt::format("graph l(%x: {0}[{1}, {2}], %w: {0}[{2}], %b: {0}[{2}]) {{\n"
+                     "  %y = layer_norm(%x, [{2}], %w, %b) : {0}[{1}, {2}]\n  return %y\n}}\n", dt, rows, cols);
+}
+// Softmax whose sum reads the exp row reversed: the exp row is kernel-local, but not at the elements each thread
+// computed, so it lives in shared memory (`cols` f32: > 48 KB from 12289 on) while the input stays in registers.
+std::string flipped_sum_text(int64_t rows, int64_t cols) {
+  return fmt::format("graph f(%x: f32[{0}, {1}]) {{\n  %m = amax(%x, [1], True) : f32[{0}, 1]\n"
+                     "  %d = sub(%x, %m) : f32[{0}, {1}]\n  %e = exp(%d) : f32[{0}, {1}]\n  %r = flip(%e, [1]) : f32[{0}, {1}]\n"
+                     "  %s = sum(%r, [1], True) : f32[{0}, 1]\n  %y = div(%e, %s) : f32[{0}, {1}]\n  return %y\n}}\n", rows, cols);
+}
+
+// Persistent rows (registers, guarded last slots, f16/bf16 rows), shared-memory rows (past the 48 KB a block
+// gets unasked: 16000 f32) and rows too long for either.
+std::vector<std::string> row_cases() {
+  return {softmax_text("f32", 5, 8192),    softmax_text("f32", 3, 12000),  softmax_text("f16", 4, 1000),
+          softmax_text("bf16", 7, 16384),  softmax_text("f32", 2, 16385),  softmax_text("f32", 9, 1),
+          layernorm_text("f32", 6, 8192),  layernorm_text("bf16", 5, 3000), flipped_sum_text(3, 12000),
+          flipped_sum_text(3, 16000)};
+}
+
+TEST(CudaCodegen, RowCasesCompile) {
+  for (const std::string& text : row_cases()) EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+}
+
+// Persistent rows: softmax and layer norm over 8192 columns read their input row from memory once (its one load
+// in the code) and keep softmax's exp row in registers, never in memory (the kernel has no argument for it).
+TEST(CudaCodegen, SoftmaxAndLayerNormRowsAreReadOnce) {
+  const std::string softmax = cuda_code(softmax_text("f32", 64, 8192));
+  EXPECT_EQ(count(softmax, "b0["), 1u) << softmax;
+  EXPECT_NE(softmax.find("#pragma unroll"), std::string::npos) << softmax;
+  EXPECT_EQ(count(softmax, "float* __restrict__ b"), 4u) << "x, the row max and sum, y; no exp row\n" << softmax;
+  EXPECT_EQ(softmax.find("kiln_shared"), std::string::npos) << softmax;
+  const std::string layernorm = cuda_code(layernorm_text("f32", 64, 8192));
+  EXPECT_EQ(count(layernorm, "b0[(idx_t)8192 * x0 + "), 1u) << layernorm;
+}
+
+TEST(CudaCodegen, RowsReadAtOtherElementsAreNotTakenFromRegisters) {
+  const std::string code = cuda_code(flipped_sum_text(8, 12000));
+  EXPECT_NE(code.find("extern __shared__"), std::string::npos) << code;
+  EXPECT_NE(code.find("(idx_t)11999 + (idx_t)-1 * "), std::string::npos) << "the reversed read goes to the shared row\n" << code;
+  EXPECT_EQ(count(code, "b0["), 1u) << "the input is still read once\n" << code;
+}
+
+TEST(CudaCodegen, RowsLongerThanThePersistentLimitLoopOverMemory) {
+  const std::string code = cuda_code(softmax_text("f32", 3, 100000));
+  EXPECT_EQ(code.find("#pragma unroll"), std::string::npos) << code;
+  EXPECT_GT(count(code, "b0["), 1u) << code;
 }
 
 TEST(CudaCodegen, LargeTensorsIndexIn64Bits) {
@@ -288,6 +357,34 @@ TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
     graph::Graph g = parse(text);
     CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 3));
     EXPECT_TRUE(v.ok) << text << v.str();
+  }
+}
+
+TEST(CudaGpu, PersistentAndSharedRowsEqualTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& text : row_cases()) {
+    graph::Graph g = parse(text);
+    CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 5));
+    EXPECT_TRUE(v.ok) << text << v.str();
+  }
+}
+
+// reduce-overhead: a program replayed from its CUDA graph reads the inputs uploaded after the capture.
+TEST(CudaGpu, CudaGraphReplaysReadTheLatestInputs) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph g = parse(layernorm_text("f32", 33, 500));
+  cuda::DeviceProgram program(compile(g, cuda_options()), cuda::DeviceProgram::Launches::CudaGraph);
+  for (uint64_t seed : {1, 2, 3}) {
+    std::vector<Tensor> inputs = graph::seeded_inputs(g, seed);
+    program.upload(inputs);
+    program.launch();
+    program.launch();
+    program.synchronize();
+    graph::InterpretOptions fp64;
+    fp64.fp64 = true;
+    CompareVerdict v = compare_outputs(graph::run_graph(g, clones(inputs)), program.download(),
+                                       graph::run_graph(g, clones(inputs), fp64));
+    EXPECT_TRUE(v.ok) << "seed " << seed << ": " << v.str();
   }
 }
 

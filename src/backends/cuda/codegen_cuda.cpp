@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -26,6 +27,11 @@ namespace {
 constexpr int64_t kRowElementsPerThread = 8;
 constexpr int kMaxRowsBlock = 1024;
 constexpr int kFlatBlock = 256;
+// Persistent rows: a row of at most kPersistentSlots * kMaxRowsBlock elements is held on chip, kPersistentSlots
+// (or fewer) elements a thread, in registers indexed by the unrolled slot; at most kMaxCachedRegisters such
+// registers a thread (what stays resident with 512-thread blocks at full unroll).
+constexpr int kPersistentSlots = 16;
+constexpr int kMaxCachedRegisters = 64;
 
 bool is_unsigned_dtype(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
 
@@ -78,6 +84,22 @@ int64_t index_bound(const Index& ix) {
   return int64_t(b);
 }
 
+// `ix` as text with the variables of `rename` renamed and its terms sorted: two loops of a persistent row compare
+// what they load and store as functions of the row element, whatever their own variables are called.
+std::string canonical_index(const Index& ix, const std::map<std::string, std::string>& rename) {
+  std::vector<std::string> terms;
+  for (const auto& [atom, k] : ix.terms) {
+    std::string a;
+    if (atom->kind == IndexAtom::Kind::Var) a = rename.count(atom->key) ? rename.at(atom->key) : atom->key;
+    else a = fmt::format("({}){}{}", canonical_index(atom->arg, rename), atom->kind == IndexAtom::Kind::Div ? "//" : "%", atom->divisor);
+    terms.push_back(fmt::format("{}*{}", k, a));
+  }
+  std::sort(terms.begin(), terms.end());
+  std::string r = std::to_string(ix.constant);
+  for (const std::string& t : terms) r += "+" + t;
+  return r;
+}
+
 void index_exprs(const SExpr& e, std::vector<Index>& out) {
   if (e->op == SOp::Load || e->op == SOp::IndexValue) out.push_back(e->index);
   for (const SExpr& a : e->args) index_exprs(a, out);
@@ -90,21 +112,31 @@ class Emitter {
   }
 
   CudaKernel emit() {
-    if (!k_.local_buffers.empty() || k_.deferred_host >= 0)
-      throw CompileError(fmt::format("cuda codegen: kernel {} uses kernel-local rows or deferred writes, which the CUDA "
-                                     "backend's target never asks for", k_.name), "inductor/codegen", true);
+    if (k_.deferred_host >= 0)
+      throw CompileError(fmt::format("cuda codegen: kernel {} uses deferred writes, which the CUDA backend's target "
+                                     "never asks for", k_.name), "inductor/codegen", true);
     CudaKernel out;
     out.entry = "kiln_kernel";
     const LoopNode& first = lg_.nodes[size_t(k_.loops.front().node)];
     out.rows = !(k_.loops.size() == 1 && first.kind == LoopNode::Kind::Pointwise);
     out.work = out.rows ? shape_numel(k_.outer) : shape_numel(first.sizes);
-    out.block = out.rows ? rows_block() : kFlatBlock;
+    if (out.rows) persistent_ = plan_persistent();
+    out.block = persistent_ ? persistent_->block : out.rows ? rows_block() : kFlatBlock;
+    out.persistent = persistent_.has_value();
+    for (int b : k_.local_buffers)
+      if (!persistent_ || !persistent_->register_locals.count(b)) shared_locals_.insert(b);
     out.index32 = fits_32_bits(out);
     spans(out);
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.entry << "(";
     for (size_t i = 0; i < args_.size(); ++i)
       body_ << storage_ctype(lg_.buffers[size_t(args_[i])].dtype) << "* __restrict__ b" << i << ", ";
     body_ << "int* __restrict__ status) {\n";
+    if (!shared_locals_.empty()) line("extern __shared__ __align__(16) unsigned char kiln_shared[];");
+    for (int b : shared_locals_) {  // each kernel-local row not held in registers: a row of dynamic shared memory
+      const char* t = storage_ctype(lg_.buffers[size_t(b)].dtype);
+      line(fmt::format("{0}* __restrict__ l{1} = reinterpret_cast<{0}*>(kiln_shared + {2});", t, b, out.shared_bytes));
+      out.shared_bytes += (local_row_elements(b) * dtype_size(lg_.buffers[size_t(b)].dtype) + 15) / 16 * 16;
+    }
     if (out.rows) emit_rows(out);
     else emit_flat(out);
     body_ << "}\n";
@@ -132,6 +164,27 @@ class Emitter {
   int next_ = 0;
   std::string indent_ = "  ";
 
+  // Persistent rows: every loop of a rows kernel runs over the same row shape, short enough to keep on chip; each
+  // thread handles the row elements threadIdx.x + s * block for the unrolled slots s, in every loop, so what one
+  // loop loads or stores at an element, a later loop finds in the same thread's register array at slot s.
+  struct RowCache {
+    std::string array;  // the register array, one element a slot
+    DType dtype;        // the buffer's
+    int first_loop;     // the loop that fills it (loads or stores); later loops read it
+    bool per_slot;      // an array of a register a slot; else one register (the element is the same in every slot)
+    std::string at() const { return per_slot ? array + "[s]" : array; }
+  };
+  struct PersistentPlan {
+    int block = 0, slots = 0;
+    int64_t row = 0;
+    std::map<std::string, RowCache> cache;  // by row_key
+    std::set<int> register_locals;          // kernel-local buffers that live only in the cache
+  };
+  std::optional<PersistentPlan> persistent_;
+  std::set<int> shared_locals_;                   // kernel-local buffers in a shared-memory row
+  std::map<std::string, std::string> rename_;    // the current loop's row variables -> p0, p1, ...
+  int loop_ = -1;                                 // the loop being emitted
+
   static std::string prelude() {
     std::string p = kCudaPrelude;
     const std::string marker = "%ZERO_DIVISION%";
@@ -148,6 +201,108 @@ class Emitter {
   void close() {
     indent_.resize(indent_.size() - 2);
     line("}");
+  }
+
+  const LoopNode& node(const KernelLoop& l) const { return lg_.nodes[size_t(l.node)]; }
+  bool is_local(int buffer) const {
+    return std::find(k_.local_buffers.begin(), k_.local_buffers.end(), buffer) != k_.local_buffers.end();
+  }
+
+  // A loop's row: its variables past the outer nest (a pointwise loop's inner dims, a reduction's reduced dims).
+  std::pair<std::vector<Index>, Shape> row_of(const KernelLoop& l) const {
+    const LoopNode& n = node(l);
+    if (n.kind == LoopNode::Kind::Reduction) return {l.ridx, n.rsizes};
+    const auto outer = int64_t(k_.outer_vars.size());
+    return {std::vector<Index>(l.idx.begin() + outer, l.idx.end()), Shape(n.sizes.begin() + outer, n.sizes.end())};
+  }
+  static std::map<std::string, std::string> row_renaming(const std::vector<Index>& vars) {
+    std::map<std::string, std::string> r;
+    for (size_t d = 0; d < vars.size(); ++d)
+      if (!vars[d].is_constant()) r[vars[d].terms[0].first->key] = fmt::format("p{}", d);
+    return r;
+  }
+  static std::string row_key(int buffer, const Index& ix, const std::map<std::string, std::string>& rename) {
+    return fmt::format("b{}:{}", buffer, canonical_index(ix, rename));
+  }
+  int64_t local_row_elements(int buffer) const {
+    const Buffer& b = lg_.buffers[size_t(buffer)];
+    return shape_numel(b.sizes) / std::max<int64_t>(1, shape_numel(Shape(b.sizes.begin(), b.sizes.begin() + int64_t(k_.outer.size()))));
+  }
+
+  // The persistent-row plan when every loop runs over the same row of at most kPersistentSlots * 1024 elements:
+  // which (buffer, element) pairs two or more loops touch are kept in registers (as many as kMaxCachedRegisters
+  // allows, earliest first), and which kernel-local buffers then never need memory.
+  std::optional<PersistentPlan> plan_persistent() const {
+    Shape row;
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      Shape sizes = row_of(k_.loops[i]).second;
+      if (i == 0) row = sizes;
+      else if (sizes != row) return std::nullopt;
+    }
+    PersistentPlan p;
+    p.row = shape_numel(row);
+    if (p.row == 0 || p.row > int64_t(kPersistentSlots) * kMaxRowsBlock) return std::nullopt;
+    p.block = 32;
+    while (p.block < kMaxRowsBlock && int64_t(p.block) * kPersistentSlots < p.row) p.block *= 2;
+    p.slots = int((p.row + p.block - 1) / p.block);
+    std::set<int> reduced;  // reduction results stay in registers_ (one value a row), never in the cache
+    for (const KernelLoop& l : k_.loops)
+      if (node(l).kind == LoopNode::Kind::Reduction) reduced.insert(node(l).buffer);
+    std::map<std::string, std::set<int>> loops_of;
+    std::map<std::string, int> buffer_of;
+    std::map<std::string, bool> per_slot;  // whether the element depends on the row
+    std::map<int, std::set<std::string>> local_keys;  // every key a kernel-local buffer is touched at
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      const KernelLoop& l = k_.loops[i];
+      const auto rename = row_renaming(row_of(l).first);
+      std::vector<std::pair<int, Index>> touched;
+      s_loads(l.value, touched);
+      if (node(l).kind == LoopNode::Kind::Pointwise) touched.push_back({node(l).buffer, ix_linear(l.idx, node(l).sizes)});
+      for (const auto& [b, ix] : touched) {
+        if (b < 0 || reduced.count(b)) continue;
+        const std::string key = row_key(b, ix, rename);
+        loops_of[key].insert(int(i));
+        buffer_of[key] = b;
+        per_slot[key] = key.find("*p") != std::string::npos;
+        if (is_local(b)) local_keys[b].insert(key);
+      }
+    }
+    std::vector<std::pair<int, std::string>> shared;  // (first loop, key) of what two or more loops touch
+    for (const auto& [key, loops] : loops_of)
+      if (loops.size() >= 2) shared.push_back({*loops.begin(), key});
+    std::sort(shared.begin(), shared.end());
+    int64_t registers = 0;
+    for (const auto& [first, key] : shared) {
+      const int64_t cost = per_slot[key] ? p.slots : 1;
+      if (registers + cost > kMaxCachedRegisters) continue;
+      registers += cost;
+      p.cache[key] = {fmt::format("c{}", p.cache.size()), lg_.buffers[size_t(buffer_of[key])].dtype, first, per_slot[key]};
+    }
+    for (const auto& [b, keys] : local_keys)
+      if (keys.size() == 1 && p.cache.count(*keys.begin())) p.register_locals.insert(b);
+    return p;
+  }
+
+  // Opens the loop of the current outer point over its row's elements, `var` the row-linear element index: a
+  // block-strided loop, or with a persistent plan the unrolled slots.
+  void open_row_loop(const std::string& var, int64_t extent) {
+    if (!persistent_) {
+      open(fmt::format("for (idx_t {0} = threadIdx.x; {0} < (idx_t){1}; {0} += blockDim.x)", var, extent));
+      return;
+    }
+    line("#pragma unroll");
+    open(fmt::format("for (int s = 0; s < {}; ++s)", persistent_->slots));
+    line(fmt::format("const idx_t {} = (idx_t)threadIdx.x + (idx_t)(s * {});", var, persistent_->block));
+    if (int64_t(persistent_->slots) * persistent_->block != extent) open(fmt::format("if ({} < (idx_t){})", var, extent));
+  }
+  void close_row_loop() {
+    if (persistent_ && int64_t(persistent_->slots) * persistent_->block != persistent_->row) close();
+    close();
+  }
+  const RowCache* cached(int buffer, const Index& ix) const {
+    if (!persistent_ || buffer < 0) return nullptr;
+    auto it = persistent_->cache.find(row_key(buffer, ix, rename_));
+    return it == persistent_->cache.end() ? nullptr : &it->second;
   }
 
   int rows_block() const {
@@ -198,7 +353,7 @@ class Emitter {
       if (!empty)
         for (const auto& [b, ix] : loads) touch(b, ix);
       if (shape_numel(n.sizes) > 0) touch(n.buffer, ix_linear(l.idx, n.sizes));
-      out.written[size_t(slot_.at(n.buffer))] = true;
+      if (auto it = slot_.find(n.buffer); it != slot_.end()) out.written[size_t(it->second)] = true;
     }
   }
 
@@ -259,10 +414,26 @@ class Emitter {
     if (dt == DType::Bool) return fmt::format("({} != 0)", v);
     return v;
   }
-  std::string element(int buffer, const Index& ix) { return fmt::format("b{}[{}]", slot_.at(buffer), index(ix)); }
+  std::string element(int buffer, const Index& ix) {
+    if (shared_locals_.count(buffer)) {  // the current outer point's row: drop the outer variables' part
+      const Buffer& buf = lg_.buffers[size_t(buffer)];
+      Index row = ix;
+      for (size_t d = 0; d < k_.outer_vars.size(); ++d)
+        if (!k_.outer_vars[d].is_constant()) row = ix_add(row, ix_scale(k_.outer_vars[d], -buf.strides[d]));
+      return fmt::format("l{}[{}]", buffer, index(row));
+    }
+    return fmt::format("b{}[{}]", slot_.at(buffer), index(ix));
+  }
   std::string load(int buffer, const Index& ix) {
     auto reg = registers_.find(buffer);
     if (reg != registers_.end() && reg->second.first == ix.str()) return reg->second.second;
+    if (const RowCache* c = cached(buffer, ix)) {
+      if (c->first_loop < loop_) return c->at();
+      const std::string v = fresh("v");  // the first loop to touch it: load it and keep it
+      line(fmt::format("const {} {} = {};", compute_ctype(c->dtype), v, from_storage(element(buffer, ix), c->dtype)));
+      line(fmt::format("{} = {};", c->at(), v));
+      return v;
+    }
     if (vector_) {  // a contiguous load of a vectorised flat kernel: its lane of the 128-bit load
       const auto& loads = static_cast<const VectorPlan*>(vector_->plan)->loads;
       const Index d = ix_add(ix, ix_scale(vector_->linear, -1));
@@ -276,6 +447,10 @@ class Emitter {
   }
   void store(int buffer, const Index& ix, const std::string& v, DType v_dtype) {
     const DType dt = lg_.buffers[size_t(buffer)].dtype;
+    if (const RowCache* c = cached(buffer, ix)) {
+      line(fmt::format("{} = {};", c->at(), from_storage(to_storage(cast(v, v_dtype, dt), dt), dt)));
+      if (persistent_->register_locals.count(buffer)) return;
+    }
     line(fmt::format("{} = {};", element(buffer, ix), to_storage(cast(v, v_dtype, dt), dt)));
   }
 
@@ -472,8 +647,14 @@ class Emitter {
     open(fmt::format("for (idx_t o = blockIdx.x; o < (idx_t){}; o += gridDim.x)", out.work));
     unravel(k_.outer_vars, k_.outer, "o");
     registers_.clear();
+    if (persistent_)
+      for (const auto& [key, c] : persistent_->cache)
+        line(c.per_slot ? fmt::format("{} {}[{}];", compute_ctype(c.dtype), c.array, persistent_->slots)
+                        : fmt::format("{} {};", compute_ctype(c.dtype), c.array));
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
+      loop_ = int(i);
+      rename_ = row_renaming(row_of(l).first);
       if (i > 0) line("__syncthreads();");
       if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
       else emit_row_pointwise(l);
@@ -487,11 +668,11 @@ class Emitter {
     const size_t outer = k_.outer_vars.size();
     std::vector<Index> inner(l.idx.begin() + int64_t(outer), l.idx.end());
     Shape inner_sizes(n.sizes.begin() + int64_t(outer), n.sizes.end());
-    open(fmt::format("for (idx_t j = threadIdx.x; j < (idx_t){}; j += blockDim.x)", shape_numel(inner_sizes)));
+    open_row_loop("j", shape_numel(inner_sizes));
     unravel(inner, inner_sizes, "j");
     memo_.clear();
     store(n.buffer, ix_linear(l.idx, n.sizes), value(l.value), l.value->dtype);
-    close();
+    close_row_loop();
     memo_.clear();
   }
 
@@ -550,7 +731,7 @@ class Emitter {
       rc = reduce_code(n.reduce, dt);
       line(fmt::format("{} {} = {};", rc.acc_type, acc, rc.identity));
     }
-    open(fmt::format("for (idx_t r = threadIdx.x; r < (idx_t){}; r += blockDim.x)", shape_numel(n.rsizes)));
+    open_row_loop("r", shape_numel(n.rsizes));
     unravel(l.ridx, n.rsizes, "r");
     memo_.clear();
     const std::string v = value(l.value);
@@ -564,7 +745,7 @@ class Emitter {
     } else {
       line(fmt::format("{{ const {0} a = {1}; const {0} b = ({0}){2}; {1} = {3}; }}", rc.acc_type, acc, v, rc.combine));
     }
-    close();
+    close_row_loop();
     memo_.clear();
     std::string result;
     DType result_dt = dt;

@@ -4,7 +4,10 @@
 //   rows  anything else: a block per outer point (grid-stride over the outer nest); each pointwise loop spreads
 //         the point's elements over the block's threads, each reduction accumulates a strided share per thread
 //         and combines them with warp shuffles and a block reduction; the block synchronises between loops, so
-//         a loop may read what an earlier loop wrote for the same outer point.
+//         a loop may read what an earlier loop wrote for the same outer point. Persistent rows: when every loop
+//         runs over the same row of at most 16K elements, the loops are unrolled slots of the same elements per
+//         thread, and what two loops touch (an input row, a kernel-local intermediate) stays in registers, so
+//         the row is read from memory once; other kernel-local rows live in shared memory.
 // Index arithmetic is 32-bit where every index expression and loop bound of the kernel provably fits.
 #pragma once
 #include <cstdint>
@@ -19,9 +22,11 @@ struct CudaKernel {
   std::string source;        // CUDA C, with the prelude (prelude.h)
   std::string entry;         // the __global__ function's name
   bool rows = false;         // the rows shape (else flat)
+  bool persistent = false;   // rows held on chip across the kernel's loops (one read of each input)
   int64_t work = 0;          // flat: elements; rows: outer points (0: nothing to launch)
   int block = 256;           // threads per block
   bool index32 = false;      // 32-bit index arithmetic
+  int64_t shared_bytes = 0;  // dynamic shared memory a block needs (kernel-local rows not held in registers)
   // Per argument: the element range [first, last] the kernel touches (empty when first > last), and whether it
   // writes the argument.
   std::vector<std::pair<int64_t, int64_t>> spans;

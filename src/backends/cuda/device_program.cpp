@@ -21,7 +21,8 @@ const CudaKernels& cuda_kernels(const CompiledGraph::Impl& impl) {
 
 }  // namespace
 
-DeviceProgram::DeviceProgram(std::shared_ptr<CompiledGraph> program) : program_(std::move(program)) {
+DeviceProgram::DeviceProgram(std::shared_ptr<CompiledGraph> program, Launches launches)
+    : program_(std::move(program)), launches_(launches) {
   const CompiledGraph::Impl& impl = *program_->impl();
   cuda_kernels(impl);
   for (const Step& st : impl.schedule.steps)
@@ -31,6 +32,7 @@ DeviceProgram::DeviceProgram(std::shared_ptr<CompiledGraph> program) : program_(
   KILN_CHECK(driver(&why), "CUDA: {}", why);
   for (const Buffer& b : impl.lowered.buffers) buffers_.push_back(std::make_unique<DeviceBlock>(size_t(std::max<int64_t>(b.nbytes(), 1))));
   status_ = std::make_unique<DeviceBlock>(sizeof(int32_t));
+  check(driver()->stream_create(&stream_, CU_STREAM_DEFAULT), "cuStreamCreate");
   check(driver()->memset_d8(status_->ptr, 0, sizeof(int32_t)), "cuMemsetD8");
   for (size_t i = 0; i < impl.lowered.buffers.size(); ++i) {
     const Buffer& b = impl.lowered.buffers[i];
@@ -53,18 +55,51 @@ void DeviceProgram::upload(const std::vector<Tensor>& inputs) {
   }
 }
 
-void DeviceProgram::launch() const {
+DeviceProgram::~DeviceProgram() {
+  const Driver* d = driver();
+  if (!d) return;
+  if (stream_) d->stream_synchronize(stream_);
+  if (graph_exec_) d->graph_exec_destroy(graph_exec_);
+  if (graph_) d->graph_destroy(graph_);
+  if (stream_) d->stream_destroy(stream_);
+}
+
+void DeviceProgram::launch_kernels() const {
   const CompiledGraph::Impl& impl = *program_->impl();
   const CudaKernels& kernels = cuda_kernels(impl);
   for (const Step& st : impl.schedule.steps) {
     std::vector<CUdeviceptr> ptrs;
     for (int b : kernels.args(st.index)) ptrs.push_back(buffers_[size_t(b)]->ptr);
-    kernels.launch_on_device(st.index, ptrs, status_->ptr);
+    kernels.launch_on_device(st.index, ptrs, status_->ptr, stream_);
   }
 }
 
+// The kernels' modules are loaded first (a capture may not load them), then their launches are recorded into a
+// graph and instantiated.
+void DeviceProgram::capture() {
+  const Driver& d = *driver();
+  cuda_kernels(*program_->impl()).load_on_device();
+  check(d.stream_begin_capture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture");
+  try {
+    launch_kernels();
+  } catch (...) {
+    CUgraph abandoned = nullptr;
+    d.stream_end_capture(stream_, &abandoned);
+    if (abandoned) d.graph_destroy(abandoned);
+    throw;
+  }
+  check(d.stream_end_capture(stream_, &graph_), "cuStreamEndCapture");
+  check(d.graph_instantiate(&graph_exec_, graph_, 0), "cuGraphInstantiate");
+}
+
+void DeviceProgram::launch() {
+  if (launches_ == Launches::Direct) return launch_kernels();
+  if (!graph_exec_) capture();
+  check(driver()->graph_launch(graph_exec_, stream_), "cuGraphLaunch");
+}
+
 void DeviceProgram::synchronize() const {
-  check(driver()->ctx_synchronize(), "cuCtxSynchronize");
+  check(driver()->stream_synchronize(stream_), "cuStreamSynchronize");
   int32_t code = 0;
   check(driver()->memcpy_dtoh(&code, status_->ptr, sizeof code), "cuMemcpyDtoH");
   KILN_CHECK(code == 0, "graph {}: a kernel reported runtime error code {}", program_->impl()->graph.name, code);
