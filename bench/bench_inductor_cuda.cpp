@@ -4,6 +4,8 @@
 // first compile of the case in this process, NVRTC included; the disk cache is bypassed with a fresh
 // KILN_CACHE_DIR per process by ci/gpu-test.sh), kernels. Skipped with the reason where there is no GPU.
 // torch.compile's figures for the same cases come from bench/peer_torch_cuda.py in the same device run.
+// inductor_cuda/variant/<case>_slots/N: the row cases with persistent rows of at most N elements a thread (the
+// default is 16), to choose that default from measurements.
 // inductor_cuda/overhead_<graph>_<launches>: the host's cost of one call of a tiny program (pointwise10 on 1024
 // elements, fused: 1 kernel, unfused: 10), launched kernel by kernel (direct) or replayed as a CUDA graph
 // (reduce-overhead). Counters: issue_us (host time to enqueue one call, averaged over a burst that stays under
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backends/cuda/codegen_cuda.h"
 #include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
 #include "core/error.h"
@@ -67,7 +70,7 @@ double min_gpu_seconds(const cuda::Driver& d, F&& f) {
   return best;
 }
 
-void run_case_or_throw(benchmark::State& state, const std::string& text) {
+void run_case_or_throw(benchmark::State& state, const std::string& text, int persistent_slots) {
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) return state.SkipWithError(("needs a CUDA device: " + why).c_str());
@@ -75,8 +78,11 @@ void run_case_or_throw(benchmark::State& state, const std::string& text) {
   CompileOptions options;
   options.device = "cuda";
   options.backend = "inductor_cuda";
+  options.use_graph_cache = persistent_slots == 0;
+  cuda::set_persistent_slots_for_benchmarks(persistent_slots);
   const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<CompiledGraph> c = compile(g, options);
+  cuda::set_persistent_slots_for_benchmarks(0);
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   cuda::DeviceProgram program(c);
   program.upload(graph::seeded_inputs(g, 0));
@@ -101,9 +107,10 @@ void run_case_or_throw(benchmark::State& state, const std::string& text) {
 }
 
 // A case the backend cannot run on the device yet (an extern call) is skipped with the reason.
-void run_case(benchmark::State& state, const std::string& text) {
+// persistent_slots: 0 for the code generator's choice, else the row elements a thread holds at most (a variant).
+void run_case(benchmark::State& state, const std::string& text, int persistent_slots = 0) {
   try {
-    run_case_or_throw(state, text);
+    run_case_or_throw(state, text, persistent_slots);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
   }
@@ -159,6 +166,9 @@ void run_overhead(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launc
 
 void BM_pointwise10(benchmark::State& s) { run_case(s, pointwise10_text(64 << 20)); }
 void BM_whole_sum(benchmark::State& s) { run_case(s, whole_sum_text(64 << 20)); }
+void BM_softmax_slots(benchmark::State& s) { run_case(s, softmax_text(8192), int(s.range(0))); }
+void BM_layernorm_slots(benchmark::State& s) { run_case(s, layernorm_text(8192), int(s.range(0))); }
+void BM_row_sum_slots(benchmark::State& s) { run_case(s, row_sum_text(8192), int(s.range(0))); }
 void BM_overhead_fused_direct(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::Direct); }
 void BM_overhead_fused_graph(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::CudaGraph); }
 void BM_overhead_unfused_direct(benchmark::State& s) { run_overhead(s, false, cuda::DeviceProgram::Launches::Direct); }
@@ -171,6 +181,9 @@ BENCHMARK(BM_pointwise10)->Name("inductor_cuda/pointwise10_f32_64M")->UseManualT
 BENCHMARK(BM_softmax)->Name("inductor_cuda/softmax_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_layernorm)->Name("inductor_cuda/layernorm_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_row_sum)->Name("inductor_cuda/row_sum_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_softmax_slots)->Name("inductor_cuda/variant/softmax_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_layernorm_slots)->Name("inductor_cuda/variant/layernorm_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_row_sum_slots)->Name("inductor_cuda/variant/row_sum_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_whole_sum)->Name("inductor_cuda/whole_sum_f32_64M")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_overhead_fused_direct)->Name("inductor_cuda/overhead_fused_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_overhead_fused_graph)->Name("inductor_cuda/overhead_fused_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);

@@ -150,10 +150,18 @@ std::string flipped_sum_text(int64_t rows, int64_t cols) {
                      "  %s = sum(%r, [1], True) : f32[{0}, 1]\n  %y = div(%e, %s) : f32[{0}, {1}]\n  return %y\n}}\n", rows, cols);
 }
 
+std::string reduce_text(const std::string& op, const std::string& dt, const std::string& shape, const std::string& dims,
+                        const std::string& out) {
+  return fmt::format("graph r(%x: {0}{1}) {{\n  %y = {2}(%x{3}) : {4}\n  return %y\n}}\n", dt, shape, op, dims, out);
+}
+
 // Persistent rows (registers, guarded last slots, f16/bf16 rows), shared-memory rows (past the 48 KB a block
-// gets unasked: 16000 f32) and rows too long for either.
+// gets unasked: 16000 f32), rows too long for either, and split reductions (long rows at few outer points:
+// float sums, integer and bool reductions, a row not a multiple of the split).
 std::vector<std::string> row_cases() {
-  return {softmax_text("f32", 5, 8192),    softmax_text("f32", 3, 12000),  softmax_text("f16", 4, 1000),
+  return {reduce_text("sum", "f32", "[4194305]", "", "f32[]"), reduce_text("sum", "f16", "[3, 300001]", ", [1]", "f16[3]"),
+          reduce_text("amin", "i32", "[2, 70000]", ", [1]", "i32[2]"), reduce_text("any", "bool", "[100000]", "", "bool[]"),
+          reduce_text("mean", "bf16", "[65536]", "", "bf16[]"),softmax_text("f32", 5, 8192),    softmax_text("f32", 3, 12000),  softmax_text("f16", 4, 1000),
           softmax_text("bf16", 7, 16384),  softmax_text("f32", 2, 16385),  softmax_text("f32", 9, 1),
           layernorm_text("f32", 6, 8192),  layernorm_text("bf16", 5, 3000), flipped_sum_text(3, 12000),
           flipped_sum_text(3, 16000)};
@@ -161,6 +169,13 @@ std::vector<std::string> row_cases() {
 
 TEST(CudaCodegen, RowCasesCompile) {
   for (const std::string& text : row_cases()) EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+}
+
+TEST(CudaCodegen, LongReductionsAtFewOuterPointsAreSplit) {
+  const std::string code = cuda_code(reduce_text("sum", "f32", "[67108864]", "", "f32[]"));
+  EXPECT_NE(code.find("atomicAdd(&arrivals[o], 1u) == 1023u"), std::string::npos) << "1024 blocks a row\n" << code;
+  const std::string rows = cuda_code(reduce_text("sum", "f32", "[8192, 8192]", ", [1]", "f32[8192]"));
+  EXPECT_EQ(rows.find("arrivals"), std::string::npos) << "8192 rows fill the GPU unsplit\n" << rows;
 }
 
 // Persistent rows: softmax and layer norm over 8192 columns read their input row from memory once (its one load
@@ -360,7 +375,7 @@ TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
   }
 }
 
-TEST(CudaGpu, PersistentAndSharedRowsEqualTheInterpreter) {
+TEST(CudaGpu, PersistentSharedAndSplitRowsEqualTheInterpreter) {
   SKIP_WITHOUT_GPU();
   for (const std::string& text : row_cases()) {
     graph::Graph g = parse(text);

@@ -29,6 +29,7 @@ class Kernels final : public CudaKernels {
     std::string cubin;
     std::string name;
     mutable CUfunction function = nullptr;  // loaded at first launch (needs a device)
+    mutable std::unique_ptr<DeviceBlock> workspace;  // a split reduction's, allocated zeroed at first launch
   };
   std::vector<Entry> entries;
   std::vector<std::string> sources;
@@ -50,6 +51,7 @@ class Kernels final : public CudaKernels {
     std::vector<void*> params;
     std::vector<CUdeviceptr> ptrs = buffers;
     ptrs.push_back(status);
+    if (e.code.workspace_bytes > 0) ptrs.push_back(workspace(e, *d));
     for (CUdeviceptr& p : ptrs) params.push_back(&p);
     const int64_t per_block = e.code.rows ? 1 : e.code.block;
     const int64_t grid = std::clamp<int64_t>((e.code.work + per_block - 1) / per_block, 1, d->sm_count * kBlocksPerSm);
@@ -63,7 +65,10 @@ class Kernels final : public CudaKernels {
     const Driver* d = driver(&why);
     if (!d) fail("CUDA backend: cannot load kernels: {}", why);
     for (const Entry& e : entries)
-      if (e.code.work != 0) function(e, *d);
+      if (e.code.work != 0) {
+        function(e, *d);
+        if (e.code.workspace_bytes > 0) workspace(e, *d);
+      }
   }
 
   // Staging: each argument's span copied in, the kernel run, the written spans copied back.
@@ -110,6 +115,17 @@ class Kernels final : public CudaKernels {
   int64_t element_size(size_t arg, const Entry& e) const { return element_sizes[size_t(e.args[arg])]; }
 
  private:
+  // One workspace a kernel: launches of a kernel on one stream (a program's) run in order, so they share it.
+  static CUdeviceptr workspace(const Entry& e, const Driver& d) {
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    if (!e.workspace) {
+      e.workspace = std::make_unique<DeviceBlock>(size_t(e.code.workspace_bytes));
+      check(d.memset_d8(e.workspace->ptr, 0, size_t(e.code.workspace_bytes)), "cuMemsetD8");
+    }
+    return e.workspace->ptr;
+  }
+
   static CUfunction function(const Entry& e, const Driver& d) {
     static std::mutex mutex;
     std::lock_guard lock(mutex);

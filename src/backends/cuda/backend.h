@@ -31,7 +31,8 @@ class CudaKernels : public inductor::CompiledKernels {
   virtual void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status,
                                 CUstream stream) const = 0;
   virtual const CudaKernel& kernel(int kernel) const = 0;
-  // Loads every kernel's module on the device (launches do it at first use; a CUDA graph capture needs it done).
+  // Loads every kernel's module and allocates split reductions' workspaces (launches do it at first use; a CUDA
+  // graph capture needs it done).
   virtual void load_on_device() const = 0;
 };
 

@@ -1,6 +1,7 @@
 // CUDA C code generation (codegen_cuda.h): kernel shapes, index arithmetic, scalar expressions, reductions.
 #include "backends/cuda/codegen_cuda.h"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -31,7 +32,15 @@ constexpr int kFlatBlock = 256;
 // (or fewer) elements a thread, in registers indexed by the unrolled slot; at most kMaxCachedRegisters such
 // registers a thread (what stays resident with 512-thread blocks at full unroll).
 constexpr int kPersistentSlots = 16;
+std::atomic<int> persistent_slots{kPersistentSlots};  // set_persistent_slots_for_benchmarks
 constexpr int kMaxCachedRegisters = 64;
+// Split reductions: a kernel of one reduction over rows of at least kSplitMinRow elements at no more than
+// kSplitMaxOuter outer points spreads each row over up to kSplitMaxBlocks / outer blocks (kSplitRowPerThread
+// elements a thread at least); each writes its partial, and the last block of a row to arrive combines them.
+constexpr int64_t kSplitMinRow = 1 << 16;
+constexpr int64_t kSplitMaxOuter = 64;
+constexpr int64_t kSplitMaxBlocks = 1024;
+constexpr int64_t kSplitRowPerThread = 16;
 
 bool is_unsigned_dtype(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
 
@@ -116,11 +125,17 @@ class Emitter {
       throw CompileError(fmt::format("cuda codegen: kernel {} uses deferred writes, which the CUDA backend's target "
                                      "never asks for", k_.name), "inductor/codegen", true);
     CudaKernel out;
+    out_ = &out;
     out.entry = "kiln_kernel";
     const LoopNode& first = lg_.nodes[size_t(k_.loops.front().node)];
     out.rows = !(k_.loops.size() == 1 && first.kind == LoopNode::Kind::Pointwise);
     out.work = out.rows ? shape_numel(k_.outer) : shape_numel(first.sizes);
     if (out.rows) persistent_ = plan_persistent();
+    if (out.rows && !persistent_) split_ = plan_split();
+    if (split_) {
+      out.split = split_;
+      out.work *= split_;
+    }
     out.block = persistent_ ? persistent_->block : out.rows ? rows_block() : kFlatBlock;
     out.persistent = persistent_.has_value();
     for (int b : k_.local_buffers)
@@ -130,7 +145,8 @@ class Emitter {
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.entry << "(";
     for (size_t i = 0; i < args_.size(); ++i)
       body_ << storage_ctype(lg_.buffers[size_t(args_[i])].dtype) << "* __restrict__ b" << i << ", ";
-    body_ << "int* __restrict__ status) {\n";
+    body_ << "int* __restrict__ status" << (split_ ? ", unsigned char* __restrict__ workspace" : "") << ") {\n";
+    if (split_) line("__shared__ bool kiln_last_block;");
     if (!shared_locals_.empty()) line("extern __shared__ __align__(16) unsigned char kiln_shared[];");
     for (int b : shared_locals_) {  // each kernel-local row not held in registers: a row of dynamic shared memory
       const char* t = storage_ctype(lg_.buffers[size_t(b)].dtype);
@@ -184,6 +200,8 @@ class Emitter {
   std::set<int> shared_locals_;                   // kernel-local buffers in a shared-memory row
   std::map<std::string, std::string> rename_;    // the current loop's row variables -> p0, p1, ...
   int loop_ = -1;                                 // the loop being emitted
+  int64_t split_ = 0;                             // split reduction: blocks a row (0: not split)
+  CudaKernel* out_ = nullptr;
 
   static std::string prelude() {
     std::string p = kCudaPrelude;
@@ -241,9 +259,10 @@ class Emitter {
     }
     PersistentPlan p;
     p.row = shape_numel(row);
-    if (p.row == 0 || p.row > int64_t(kPersistentSlots) * kMaxRowsBlock) return std::nullopt;
+    const int slots = persistent_slots.load();
+    if (p.row == 0 || p.row > int64_t(slots) * kMaxRowsBlock) return std::nullopt;
     p.block = 32;
-    while (p.block < kMaxRowsBlock && int64_t(p.block) * kPersistentSlots < p.row) p.block *= 2;
+    while (p.block < kMaxRowsBlock && int64_t(p.block) * slots < p.row) p.block *= 2;
     p.slots = int((p.row + p.block - 1) / p.block);
     std::set<int> reduced;  // reduction results stay in registers_ (one value a row), never in the cache
     for (const KernelLoop& l : k_.loops)
@@ -283,9 +302,24 @@ class Emitter {
     return p;
   }
 
+  // The blocks per row of a split reduction (0: the kernel is not one; see kSplitMinRow).
+  int64_t plan_split() const {
+    if (k_.loops.size() != 1 || !k_.local_buffers.empty()) return 0;
+    const LoopNode& n = node(k_.loops[0]);
+    if (n.kind != LoopNode::Kind::Reduction || n.reduce == ReduceOp::ArgMax || n.reduce == ReduceOp::ArgMin) return 0;
+    const int64_t outer = std::max<int64_t>(1, shape_numel(k_.outer)), row = shape_numel(n.rsizes);
+    if (outer > kSplitMaxOuter || row < kSplitMinRow) return 0;
+    return std::clamp<int64_t>(row / (int64_t(kMaxRowsBlock) * kSplitRowPerThread), 2, std::max<int64_t>(2, kSplitMaxBlocks / outer));
+  }
+
   // Opens the loop of the current outer point over its row's elements, `var` the row-linear element index: a
   // block-strided loop, or with a persistent plan the unrolled slots.
   void open_row_loop(const std::string& var, int64_t extent) {
+    if (split_) {  // this block's share of the row: every split_-th block-wide stretch from its part's
+      open(fmt::format("for (idx_t {0} = part * (idx_t)blockDim.x + threadIdx.x; {0} < (idx_t){1}; {0} += (idx_t){2} * blockDim.x)",
+                       var, extent, split_));
+      return;
+    }
     if (!persistent_) {
       open(fmt::format("for (idx_t {0} = threadIdx.x; {0} < (idx_t){1}; {0} += blockDim.x)", var, extent));
       return;
@@ -644,7 +678,12 @@ class Emitter {
   }
 
   void emit_rows(const CudaKernel& out) {
-    open(fmt::format("for (idx_t o = blockIdx.x; o < (idx_t){}; o += gridDim.x)", out.work));
+    if (split_) {
+      open(fmt::format("for (idx_t g = blockIdx.x; g < (idx_t){}; g += gridDim.x)", out.work));
+      line(fmt::format("const idx_t o = g / (idx_t){0}, part = g % (idx_t){0};", split_));
+    } else {
+      open(fmt::format("for (idx_t o = blockIdx.x; o < (idx_t){}; o += gridDim.x)", out.work));
+    }
     unravel(k_.outer_vars, k_.outer, "o");
     registers_.clear();
     if (persistent_)
@@ -758,6 +797,7 @@ class Emitter {
       result = fresh("red");
       line(fmt::format("const {0} {1} = kiln_block_reduce({2}, ({0}){3}, []({0} a, {0} b) {{ return ({0})({4}); }});",
                        rc.acc_type, result, acc, rc.identity, rc.combine));
+      if (split_) result = combine_split_partials(rc, result);
       if (rc.acc_type == "double" && is_floating(dt)) result_dt = DType::F64;
     }
     if (n.finalize) {
@@ -777,10 +817,42 @@ class Emitter {
     line(fmt::format("const {} {} = {};", compute_ctype(buf.dtype), reg,
                      from_storage(to_storage(cast(result, result_dt, buf.dtype), buf.dtype), buf.dtype)));
     registers_[n.buffer] = {at.str(), reg};
+    if (split_) close();  // the last block's branch (combine_split_partials)
+  }
+
+  // A split reduction's block result `partial`: written to the workspace; the last block of the row to arrive (an
+  // atomic count per row, reset by that block for the next launch) combines the row's partials in part order
+  // (deterministic) and goes on, in a branch emit_reduction closes, to finalise and store; the others stop there.
+  std::string combine_split_partials(const ReduceCode& rc, const std::string& partial) {
+    const int64_t outer = std::max<int64_t>(1, shape_numel(k_.outer));
+    const int64_t partials_bytes = (outer * split_ * 8 + 15) / 16 * 16;
+    out_->workspace_bytes = partials_bytes + outer * 4;
+    line(fmt::format("{0}* __restrict__ partials = reinterpret_cast<{0}*>(workspace);", rc.acc_type));
+    line(fmt::format("unsigned* __restrict__ arrivals = reinterpret_cast<unsigned*>(workspace + {});", partials_bytes));
+    open("if (threadIdx.x == 0)");
+    line(fmt::format("partials[g] = {};", partial));
+    line("__threadfence();");
+    line(fmt::format("kiln_last_block = atomicAdd(&arrivals[o], 1u) == {}u;", split_ - 1));
+    close();
+    line("__syncthreads();");
+    open("if (kiln_last_block)");
+    line("__threadfence();");
+    const std::string acc = fresh("acc"), result = fresh("red");
+    line(fmt::format("{} {} = {};", rc.acc_type, acc, rc.identity));
+    open(fmt::format("for (idx_t p = threadIdx.x; p < (idx_t){}; p += blockDim.x)", split_));
+    line(fmt::format("{{ const {0} a = {1}; const {0} b = ((volatile {0}*)partials)[o * (idx_t){2} + p]; {1} = {3}; }}",
+                     rc.acc_type, acc, split_, rc.combine));
+    close();
+    line(fmt::format("const {0} {1} = kiln_block_reduce({2}, ({0}){3}, []({0} a, {0} b) {{ return ({0})({4}); }});",
+                     rc.acc_type, result, acc, rc.identity, rc.combine));
+    line("if (threadIdx.x == 0) arrivals[o] = 0u;");
+    return result;
   }
 };
 
 }  // namespace
+
+void set_persistent_slots_for_benchmarks(int slots) { persistent_slots = slots > 0 ? slots : kPersistentSlots; }
 
 CudaKernel emit_kernel_cuda(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args) {
   return Emitter(k, lg, args).emit();

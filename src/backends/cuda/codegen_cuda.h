@@ -7,7 +7,9 @@
 //         a loop may read what an earlier loop wrote for the same outer point. Persistent rows: when every loop
 //         runs over the same row of at most 16K elements, the loops are unrolled slots of the same elements per
 //         thread, and what two loops touch (an input row, a kernel-local intermediate) stays in registers, so
-//         the row is read from memory once; other kernel-local rows live in shared memory.
+//         the row is read from memory once; other kernel-local rows live in shared memory. Split
+//         reductions: one long reduction at few outer points spreads each row over many blocks; the last block
+//         of a row to finish combines their partials.
 // Index arithmetic is 32-bit where every index expression and loop bound of the kernel provably fits.
 #pragma once
 #include <cstdint>
@@ -27,6 +29,10 @@ struct CudaKernel {
   int block = 256;           // threads per block
   bool index32 = false;      // 32-bit index arithmetic
   int64_t shared_bytes = 0;  // dynamic shared memory a block needs (kernel-local rows not held in registers)
+  // Split reduction: blocks per row (work counts them all), and the device workspace the kernel takes after the
+  // status word (the partials, then a zeroed arrival count per row, which the kernel leaves zeroed).
+  int64_t split = 0;
+  int64_t workspace_bytes = 0;
   // Per argument: the element range [first, last] the kernel touches (empty when first > last), and whether it
   // writes the argument.
   std::vector<std::pair<int64_t, int64_t>> spans;
@@ -35,6 +41,10 @@ struct CudaKernel {
 
 // Kernel `k`'s CUDA C; `args` are its buffers in argument order (print_kernel's). Throws kiln::CompileError for
 // what this code generator does not handle yet (kernel-local rows, deferred writes: the CPU's placement passes).
+// The elements of a persistent row a thread holds at most (16; 0 restores it): benchmarks compare others. Rows
+// longer than 1024 times this are not persistent.
+void set_persistent_slots_for_benchmarks(int slots);
+
 CudaKernel emit_kernel_cuda(const inductor::Kernel& k, const inductor::LoweredGraph& lg, const std::vector<int>& args);
 
 }  // namespace kiln::cuda
