@@ -4,11 +4,12 @@
 // first compile of the case in this process, NVRTC included; the disk cache is bypassed with a fresh
 // KILN_CACHE_DIR per process by ci/gpu-test.sh), kernels. Skipped with the reason where there is no GPU.
 // torch.compile's figures for the same cases come from bench/peer_torch_cuda.py in the same device run.
-// inductor_cuda/variant/<case>_slots/N: the row cases with persistent rows of at most N elements a thread (the
-// default is 16), to choose that default from measurements.
+// inductor_cuda/variant/<case>/slots:N/prefetch:P: the row cases compiled with other choices of the code generator
+// (cuda::CodegenVariant: persistent rows of at most N elements a thread, the next row prefetched or not), to
+// choose the defaults from measurements.
 // inductor_cuda/overhead_<graph>_<launches>: the host's cost of one call of a tiny program (pointwise10 on 1024
-// elements, fused: 1 kernel, unfused: 10), launched kernel by kernel (direct) or replayed as a CUDA graph
-// (reduce-overhead). Counters: issue_us (host time to enqueue one call, averaged over a burst that stays under
+// elements: 1 kernel; four softmaxes over alternating dims of 32x32: 4 kernels), launched kernel by kernel
+// (direct) or replayed as a CUDA graph (reduce-overhead). Counters: issue_us (host time to enqueue one call, averaged over a burst that stays under
 // the launch queue's depth), latency_us (one call launched and waited for, the median of kLatencyCalls).
 #include <benchmark/benchmark.h>
 
@@ -42,6 +43,13 @@ std::string layernorm_text(int n) {
   return fmt::format("graph l(%x: f32[{0}, {0}], %w: f32[{0}], %b: f32[{0}]) {{\n"
                      "  %y = layer_norm(%x, [{0}], %w, %b) : f32[{0}, {0}]\n  return %y\n}}\n", n);
 }
+// Two linear layers with a relu between (4096 x 1024 -> 4096 -> 1024, f32): the products through cuBLAS, the bias
+// broadcast by a rank-one product, the relu a kernel.
+std::string mlp_text() {
+  return "graph mlp(%x: f32[4096, 1024], %w1: f32[4096, 1024], %b1: f32[4096], %w2: f32[1024, 4096], %b2: f32[1024]) {\n"
+         "  %h = linear(%x, %w1, %b1) : f32[4096, 4096]\n  %r = relu(%h) : f32[4096, 4096]\n"
+         "  %y = linear(%r, %w2, %b2) : f32[4096, 1024]\n  return %y\n}\n";
+}
 std::string whole_sum_text(int64_t n) {
   return fmt::format("graph w(%x: f32[{0}]) {{\n  %y = sum(%x) : f32[]\n  return %y\n}}\n", n);
 }
@@ -70,7 +78,7 @@ double min_gpu_seconds(const cuda::Driver& d, F&& f) {
   return best;
 }
 
-void run_case_or_throw(benchmark::State& state, const std::string& text, int persistent_slots) {
+void run_case_or_throw(benchmark::State& state, const std::string& text, const cuda::CodegenVariant* variant) {
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) return state.SkipWithError(("needs a CUDA device: " + why).c_str());
@@ -78,11 +86,11 @@ void run_case_or_throw(benchmark::State& state, const std::string& text, int per
   CompileOptions options;
   options.device = "cuda";
   options.backend = "inductor_cuda";
-  options.use_graph_cache = persistent_slots == 0;
-  cuda::set_persistent_slots_for_benchmarks(persistent_slots);
+  options.use_graph_cache = variant == nullptr;
+  if (variant) cuda::set_codegen_variant_for_benchmarks(*variant);
   const auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<CompiledGraph> c = compile(g, options);
-  cuda::set_persistent_slots_for_benchmarks(0);
+  cuda::set_codegen_variant_for_benchmarks({});
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   cuda::DeviceProgram program(c);
   program.upload(graph::seeded_inputs(g, 0));
@@ -107,10 +115,10 @@ void run_case_or_throw(benchmark::State& state, const std::string& text, int per
 }
 
 // A case the backend cannot run on the device yet (an extern call) is skipped with the reason.
-// persistent_slots: 0 for the code generator's choice, else the row elements a thread holds at most (a variant).
-void run_case(benchmark::State& state, const std::string& text, int persistent_slots = 0) {
+// variant: null for the code generator's defaults.
+void run_case(benchmark::State& state, const std::string& text, const cuda::CodegenVariant* variant = nullptr) {
   try {
-    run_case_or_throw(state, text, persistent_slots);
+    run_case_or_throw(state, text, variant);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
   }
@@ -118,14 +126,19 @@ void run_case(benchmark::State& state, const std::string& text, int persistent_s
 
 constexpr int kLatencyCalls = 1001;
 
-void run_overhead_or_throw(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launches launches) {
+// Four softmaxes over alternating dims of a 32x32 tensor: four kernels (a reduction over the other dim cannot fuse).
+std::string four_kernels_text() {
+  return "graph four(%x: f32[32, 32]) {\n  %a = softmax(%x, -1) : f32[32, 32]\n  %b = softmax(%a, 0) : f32[32, 32]\n"
+         "  %c = softmax(%b, -1) : f32[32, 32]\n  %d = softmax(%c, 0) : f32[32, 32]\n  return %d\n}\n";
+}
+
+void run_overhead_or_throw(benchmark::State& state, const std::string& text, cuda::DeviceProgram::Launches launches) {
   std::string why;
   if (!cuda::driver(&why)) return state.SkipWithError(("needs a CUDA device: " + why).c_str());
-  graph::Graph g = graph::parse_graph(pointwise10_text(1024), "bench.kir");
+  graph::Graph g = graph::parse_graph(text, "bench.kir");
   CompileOptions options;
   options.device = "cuda";
   options.backend = "inductor_cuda";
-  options.fuse = fuse;
   std::shared_ptr<CompiledGraph> c = compile(g, options);
   cuda::DeviceProgram program(c, launches);
   program.upload(graph::seeded_inputs(g, 0));
@@ -156,9 +169,9 @@ void run_overhead_or_throw(benchmark::State& state, bool fuse, cuda::DeviceProgr
   state.counters["kernels"] = c->stats().kernels;
 }
 
-void run_overhead(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launches launches) {
+void run_overhead(benchmark::State& state, const std::string& text, cuda::DeviceProgram::Launches launches) {
   try {
-    run_overhead_or_throw(state, fuse, launches);
+    run_overhead_or_throw(state, text, launches);
   } catch (const Error& e) {
     state.SkipWithError(e.what());
   }
@@ -166,13 +179,25 @@ void run_overhead(benchmark::State& state, bool fuse, cuda::DeviceProgram::Launc
 
 void BM_pointwise10(benchmark::State& s) { run_case(s, pointwise10_text(64 << 20)); }
 void BM_whole_sum(benchmark::State& s) { run_case(s, whole_sum_text(64 << 20)); }
-void BM_softmax_slots(benchmark::State& s) { run_case(s, softmax_text(8192), int(s.range(0))); }
-void BM_layernorm_slots(benchmark::State& s) { run_case(s, layernorm_text(8192), int(s.range(0))); }
-void BM_row_sum_slots(benchmark::State& s) { run_case(s, row_sum_text(8192), int(s.range(0))); }
-void BM_overhead_fused_direct(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::Direct); }
-void BM_overhead_fused_graph(benchmark::State& s) { run_overhead(s, true, cuda::DeviceProgram::Launches::CudaGraph); }
-void BM_overhead_unfused_direct(benchmark::State& s) { run_overhead(s, false, cuda::DeviceProgram::Launches::Direct); }
-void BM_overhead_unfused_graph(benchmark::State& s) { run_overhead(s, false, cuda::DeviceProgram::Launches::CudaGraph); }
+void BM_mlp(benchmark::State& s) { run_case(s, mlp_text()); }
+// Variants: range(0) the persistent row elements a thread holds, range(1) whether the next row is prefetched.
+cuda::CodegenVariant variant_of(const benchmark::State& s) { return {int(s.range(0)), s.range(1) != 0}; }
+void BM_softmax_variant(benchmark::State& s) {
+  const cuda::CodegenVariant v = variant_of(s);
+  run_case(s, softmax_text(8192), &v);
+}
+void BM_layernorm_variant(benchmark::State& s) {
+  const cuda::CodegenVariant v = variant_of(s);
+  run_case(s, layernorm_text(8192), &v);
+}
+void BM_row_sum_variant(benchmark::State& s) {
+  const cuda::CodegenVariant v = variant_of(s);
+  run_case(s, row_sum_text(8192), &v);
+}
+void BM_overhead_pointwise10_direct(benchmark::State& s) { run_overhead(s, pointwise10_text(1024), cuda::DeviceProgram::Launches::Direct); }
+void BM_overhead_pointwise10_graph(benchmark::State& s) { run_overhead(s, pointwise10_text(1024), cuda::DeviceProgram::Launches::CudaGraph); }
+void BM_overhead_four_kernels_direct(benchmark::State& s) { run_overhead(s, four_kernels_text(), cuda::DeviceProgram::Launches::Direct); }
+void BM_overhead_four_kernels_graph(benchmark::State& s) { run_overhead(s, four_kernels_text(), cuda::DeviceProgram::Launches::CudaGraph); }
 void BM_softmax(benchmark::State& s) { run_case(s, softmax_text(8192)); }
 void BM_layernorm(benchmark::State& s) { run_case(s, layernorm_text(8192)); }
 void BM_row_sum(benchmark::State& s) { run_case(s, row_sum_text(8192)); }
@@ -181,14 +206,15 @@ BENCHMARK(BM_pointwise10)->Name("inductor_cuda/pointwise10_f32_64M")->UseManualT
 BENCHMARK(BM_softmax)->Name("inductor_cuda/softmax_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_layernorm)->Name("inductor_cuda/layernorm_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_row_sum)->Name("inductor_cuda/row_sum_8192x8192")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_softmax_slots)->Name("inductor_cuda/variant/softmax_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_layernorm_slots)->Name("inductor_cuda/variant/layernorm_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_row_sum_slots)->Name("inductor_cuda/variant/row_sum_8192x8192_slots")->Arg(8)->Arg(32)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_softmax_variant)->Name("inductor_cuda/variant/softmax_8192x8192")->ArgNames({"slots", "prefetch"})->Args({16, 0})->Args({8, 1})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_layernorm_variant)->Name("inductor_cuda/variant/layernorm_8192x8192")->ArgNames({"slots", "prefetch"})->Args({16, 0})->Args({8, 1})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_row_sum_variant)->Name("inductor_cuda/variant/row_sum_8192x8192")->ArgNames({"slots", "prefetch"})->Args({16, 0})->Args({8, 1})->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_mlp)->Name("inductor_cuda/mlp_4096x1024_f32")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_whole_sum)->Name("inductor_cuda/whole_sum_f32_64M")->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_overhead_fused_direct)->Name("inductor_cuda/overhead_fused_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_overhead_fused_graph)->Name("inductor_cuda/overhead_fused_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_overhead_unfused_direct)->Name("inductor_cuda/overhead_unfused_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_overhead_unfused_graph)->Name("inductor_cuda/overhead_unfused_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_pointwise10_direct)->Name("inductor_cuda/overhead_pointwise10_1024_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_pointwise10_graph)->Name("inductor_cuda/overhead_pointwise10_1024_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_four_kernels_direct)->Name("inductor_cuda/overhead_four_kernels_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_four_kernels_graph)->Name("inductor_cuda/overhead_four_kernels_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kiln

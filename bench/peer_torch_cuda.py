@@ -26,6 +26,9 @@ cases = {
                             [torch.randn(R, R, device=dev), torch.randn(R, device=dev), torch.randn(R, device=dev)], R * R * 4),
     "row_sum_8192x8192": (lambda x: x.sum(1), [torch.randn(R, R, device=dev)], R * 4),
     "whole_sum_f32_64M": (lambda x: x.sum(), [torch.randn(N, device=dev)], 4),
+    "mlp_4096x1024_f32": (lambda x, w1, b1, w2, b2: torch.nn.functional.linear(torch.relu(torch.nn.functional.linear(x, w1, b1)), w2, b2),
+                          [torch.randn(4096, 1024, device=dev), torch.randn(4096, 1024, device=dev), torch.randn(4096, device=dev),
+                           torch.randn(1024, 4096, device=dev), torch.randn(1024, device=dev)], 4096 * 1024 * 4),
 }
 
 def best(f, n=20):

@@ -267,6 +267,16 @@ TEST(CudaBuild, ProgramsStartWithoutTheDriverAndRunWithoutAGpuSayWhy) {
   }
 }
 
+TEST(CudaBuild, ReduceOverheadRefusesProgramsWithHostSteps) {
+  try {
+    cuda::DeviceProgram program(compile(example("mlp"), cuda_options()), cuda::DeviceProgram::Launches::CudaGraph);
+    FAIL() << "captured a program with extern calls";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs every step on the GPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("BLAS"), std::string::npos) << "says why the step is extern: " << e.what();
+  }
+}
+
 TEST(CudaBuild, UnknownDeviceIsAClearError) {
   CompileOptions o = cuda_options();
   o.device = "tpu";
@@ -401,6 +411,96 @@ TEST(CudaGpu, CudaGraphReplaysReadTheLatestInputs) {
                                        graph::run_graph(g, clones(inputs), fp64));
     EXPECT_TRUE(v.ok) << "seed " << seed << ": " << v.str();
   }
+}
+
+CompareVerdict device_program_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  cuda::DeviceProgram program(compile(g, cuda_options()));
+  program.upload(inputs);
+  program.launch();
+  program.synchronize();
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  return compare_outputs(graph::run_graph(g, clones(inputs)), program.download(), graph::run_graph(g, clones(inputs), fp64));
+}
+
+// Device programs run what the CUDA backend does not compile (matrix products, nll_loss, convolutions) on the
+// host, copying the buffers there and back, and say so on the lowering channel.
+TEST(CudaGpu, DeviceProgramsRunExternCallsOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  ScopedOption logs(Opt::Logs, "lowering");
+  for (const char* name : {"mlp", "attention", "conv_block"}) {
+    graph::Graph g = example(name);
+    ::testing::internal::CaptureStderr();
+    CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 0));
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(v.ok) << name << ": " << v.str();
+    EXPECT_NE(log.find("runs on the host (copied there and back)"), std::string::npos) << name << ": " << log;
+  }
+}
+
+std::vector<std::string> product_cases(const std::string& dt) {
+  return {fmt::format("graph m(%a: {0}[37, 19], %b: {0}[23, 19]) {{\n  %t = transpose(%b, 0, 1) : {0}[19, 23]{{1, 19}}\n"
+                      "  %y = mm(%a, %t) : {0}[37, 23]\n  return %y\n}}\n", dt),
+          fmt::format("graph b(%a: {0}[3, 17, 9], %b: {0}[3, 9, 5]) {{\n  %y = bmm(%a, %b) : {0}[3, 17, 5]\n  return %y\n}}\n", dt),
+          fmt::format("graph l(%x: {0}[8, 33], %w: {0}[12, 33], %c: {0}[12]) {{\n  %y = linear(%x, %w, %c) : {0}[8, 12]\n"
+                      "  return %y\n}}\n", dt),
+          fmt::format("graph a(%c: {0}[6, 7], %a: {0}[6, 4], %b: {0}[4, 7]) {{\n"
+                      "  %y = addmm(%c, %a, %b, beta=0.5, alpha=2.0) : {0}[6, 7]\n  return %y\n}}\n", dt)};
+}
+
+// mm, bmm and addmm (linear's bias, a full addend, beta and alpha) run through cuBLAS on the device buffers in
+// every float dtype; an integer product runs on the host and the log says why.
+TEST(CudaGpu, MatrixProductsRunThroughCublas) {
+  SKIP_WITHOUT_GPU();
+  ScopedOption logs(Opt::Logs, "lowering");
+  for (const char* dt : {"f32", "f64", "f16", "bf16"})
+    for (const std::string& text : product_cases(dt)) {
+      graph::Graph g = parse(text);
+      ::testing::internal::CaptureStderr();
+      CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 2));
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      EXPECT_TRUE(v.ok) << text << v.str();
+      EXPECT_EQ(log.find("runs on the host"), std::string::npos) << text << log;
+    }
+  graph::Graph g = parse(product_cases("i32")[0]);
+  ::testing::internal::CaptureStderr();
+  CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 2));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(v.ok) << v.str();
+  EXPECT_NE(log.find("runs on the host (copied there and back)"), std::string::npos) << log;
+  EXPECT_NE(log.find("not i32"), std::string::npos) << log;
+}
+
+TEST(CudaCodegen, ProductCasesCompile) {
+  for (const char* dt : {"f32", "f64", "f16", "bf16", "i32"}) {
+    std::vector<std::string> cases = product_cases(dt);
+    if (std::string(dt) == "i32") cases.pop_back();  // addmm's beta 0.5 and alpha 2 need floats
+    for (const std::string& text : cases) EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+  }
+}
+
+// Programs chained on the device: one program's output copied, device to device, into the next one's input.
+TEST(CudaGpu, ProgramsChainThroughDeviceViews) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph first = parse(softmax_text("f32", 40, 300));
+  graph::Graph second = parse(reduce_text("sum", "f32", "[40, 300]", ", [1]", "f32[40]"));
+  cuda::DeviceProgram a(compile(first, cuda_options())), b(compile(second, cuda_options()));
+  std::vector<Tensor> x = graph::seeded_inputs(first, 4);
+  a.upload(x);
+  a.launch();
+  a.synchronize();
+  const cuda::DeviceProgram::DeviceView out = a.output(0), in = b.input(0);
+  ASSERT_EQ(out.sizes, in.sizes);
+  ASSERT_EQ(out.strides, in.strides);
+  cuda::check(cuda::driver()->memcpy_dtod(in.data, out.data, size_t(40 * 300 * 4)), "cuMemcpyDtoD");
+  b.launch();
+  b.synchronize();
+  std::vector<Tensor> y = graph::run_graph(first, clones(x));
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  CompareVerdict v = compare_outputs(graph::run_graph(second, y), b.download(), graph::run_graph(second, y, fp64));
+  EXPECT_TRUE(v.ok) << v.str();
+  EXPECT_THROW(b.input(1), Error);
 }
 
 TEST(CudaGpu, IntegerDivisionByZeroIsReported) {

@@ -32,7 +32,8 @@ constexpr int kFlatBlock = 256;
 // (or fewer) elements a thread, in registers indexed by the unrolled slot; at most kMaxCachedRegisters such
 // registers a thread (what stays resident with 512-thread blocks at full unroll).
 constexpr int kPersistentSlots = 16;
-std::atomic<int> persistent_slots{kPersistentSlots};  // set_persistent_slots_for_benchmarks
+std::atomic<int> persistent_slots{kPersistentSlots};  // set_codegen_variant_for_benchmarks
+std::atomic<bool> prefetch_next_row{true};
 constexpr int kMaxCachedRegisters = 64;
 // Split reductions: a kernel of one reduction over rows of at least kSplitMinRow elements at no more than
 // kSplitMaxOuter outer points spreads each row over up to kSplitMaxBlocks / outer blocks (kSplitRowPerThread
@@ -201,6 +202,7 @@ class Emitter {
   std::map<std::string, std::string> rename_;    // the current loop's row variables -> p0, p1, ...
   int loop_ = -1;                                 // the loop being emitted
   int64_t split_ = 0;                             // split reduction: blocks a row (0: not split)
+  std::vector<Index> element_vars_;               // the variables the current element loop runs over
   CudaKernel* out_ = nullptr;
 
   static std::string prelude() {
@@ -310,6 +312,56 @@ class Emitter {
     const int64_t outer = std::max<int64_t>(1, shape_numel(k_.outer)), row = shape_numel(n.rsizes);
     if (outer > kSplitMaxOuter || row < kSplitMinRow) return 0;
     return std::clamp<int64_t>(row / (int64_t(kMaxRowsBlock) * kSplitRowPerThread), 2, std::max<int64_t>(2, kSplitMaxBlocks / outer));
+  }
+
+  // Whether loop `i` of a persistent row must wait for the whole block first: it reads from memory something an
+  // earlier loop of this row wrote (not from the register cache, nor a reduction's result register).
+  bool reads_earlier_writes_from_memory(size_t i) const {
+    std::map<int, std::string> written;  // buffer -> where a reduction keeps its result in a register ("": none)
+    for (size_t j = 0; j < i; ++j) {
+      const LoopNode& n = node(k_.loops[j]);
+      written[n.buffer] = n.kind == LoopNode::Kind::Reduction ? ix_linear(k_.loops[j].idx, n.sizes).str() : "";
+    }
+    const auto rename = row_renaming(row_of(k_.loops[i]).first);
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(k_.loops[i].value, loads);
+    for (const auto& [b, ix] : loads) {
+      auto w = written.find(b);
+      if (w == written.end() || (!w->second.empty() && w->second == ix.str())) continue;
+      auto c = persistent_->cache.find(row_key(b, ix, rename));
+      if (c == persistent_->cache.end() || c->second.first_loop >= int(i)) return true;
+    }
+    return false;
+  }
+
+  // Persistent rows with one outer variable: the first loop's row reads of the next outer point this block runs
+  // (o + gridDim.x) are prefetched into L2 while this one computes, so its loads find them there.
+  void prefetch_next_rows(const CudaKernel& out) {
+    std::vector<Index> outer;
+    for (const Index& v : k_.outer_vars)
+      if (!v.is_constant()) outer.push_back(v);
+    if (outer.size() != 1) return;
+    const KernelLoop& l = k_.loops.front();
+    const auto [vars, sizes] = row_of(l);
+    std::vector<std::pair<int, Index>> loads, rows;
+    s_loads(l.value, loads);
+    std::set<std::string> seen;
+    for (const auto& [b, ix] : loads) {
+      const int64_t k = ix_coefficient(ix, outer[0]);
+      bool row_read = k != 0 && b >= 0 && slot_.count(b);
+      for (const auto& [atom, c] : ix.terms)
+        row_read &= atom->kind == IndexAtom::Kind::Var || !ix_depends_on(atom->arg, outer[0]);  // linear in o
+      if (row_read && seen.insert(fmt::format("{}:{}", b, ix.str())).second) rows.push_back({b, ix});
+    }
+    if (rows.empty()) return;
+    open(fmt::format("if (o + (idx_t)gridDim.x < (idx_t){})", out.work));
+    open_row_loop("r", shape_numel(sizes));
+    unravel(vars, sizes, "r");
+    for (const auto& [b, ix] : rows)
+      line(fmt::format("kiln_prefetch_l2(b{} + ({}) + (idx_t){} * (idx_t)gridDim.x);", slot_.at(b), index(ix),
+                       ix_coefficient(ix, outer[0])));
+    close_row_loop();
+    close();
   }
 
   // Opens the loop of the current outer point over its row's elements, `var` the row-linear element index: a
@@ -558,6 +610,29 @@ class Emitter {
     internal_fail("cuda codegen: {} is not a binary op", sop_name(op));
   }
 
+  // Whether a division by `e` may multiply by its reciprocal, computed once for the element loop (the CPU
+  // backend's rule, backends/cpu/codegen_scalar.cpp): `e` reads memory or a register and does not change along
+  // the loop (softmax's row sum). Not a constant: x * (1 / c) with 1 / c rounded differs from eager's x / c.
+  bool invariant_divisor(const SExpr& e) const {
+    if (element_vars_.empty()) return false;
+    bool reads = false;
+    std::set<const SNode*> seen;
+    std::function<bool(const SExpr&)> varies = [&](const SExpr& n) {
+      if (!seen.insert(n.get()).second) return false;
+      auto depends = [&](const Index& ix) {
+        return std::any_of(element_vars_.begin(), element_vars_.end(),
+                           [&](const Index& v) { return !v.is_constant() && ix_depends_on(ix, v); });
+      };
+      if (n->op == SOp::Load) {
+        reads = true;
+        return n->buffer != kAccumulatorBuffer && depends(n->index);
+      }
+      if (n->op == SOp::IndexValue) return depends(n->index);
+      return std::any_of(n->args.begin(), n->args.end(), varies);
+    };
+    return !varies(e) && reads;
+  }
+
   // The expression's value as a named local of the current element (memoised).
   std::string value(const SExpr& e) {
     if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
@@ -597,6 +672,9 @@ class Emitter {
         break;
       default:
         if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
+        else if (e->op == SOp::Div && is_floating(e->args[1]->dtype) && invariant_divisor(e->args[1]))
+          v = fmt::format("({} * ({} / {}))", value(e->args[0]), float_literal(1.0, compute_dtype_of(e->args[1]->dtype)),
+                          value(e->args[1]));
         else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
         break;
     }
@@ -637,6 +715,7 @@ class Emitter {
     const KernelLoop& l = k_.loops.front();
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const Index linear = ix_linear(l.idx, n.sizes);
+    element_vars_ = l.idx;
     const std::string stride = "(idx_t)gridDim.x * blockDim.x", first = "(idx_t)blockIdx.x * blockDim.x + threadIdx.x";
     std::optional<VectorPlan> plan = vector_plan(l, n, out.work);
     if (plan) {
@@ -690,15 +769,19 @@ class Emitter {
       for (const auto& [key, c] : persistent_->cache)
         line(c.per_slot ? fmt::format("{} {}[{}];", compute_ctype(c.dtype), c.array, persistent_->slots)
                         : fmt::format("{} {};", compute_ctype(c.dtype), c.array));
+    if (persistent_ && prefetch_next_row.load()) prefetch_next_rows(out);
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
       loop_ = int(i);
       rename_ = row_renaming(row_of(l).first);
-      if (i > 0) line("__syncthreads();");
+      element_vars_ = row_of(l).first;
+      if (i > 0 && (!persistent_ || reads_earlier_writes_from_memory(i))) line("__syncthreads();");
       if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
       else emit_row_pointwise(l);
     }
-    line("__syncthreads();");  // the next outer point's first loop may overwrite what this one's last loop reads
+    // The next outer point's loops may overwrite what this one's read (a shared row; with rows in memory, what
+    // the last loop reads from other threads' elements). A persistent row's memory is the row's own.
+    if (!persistent_ || !shared_locals_.empty()) line("__syncthreads();");
     close();
   }
 
@@ -786,6 +869,7 @@ class Emitter {
     }
     close_row_loop();
     memo_.clear();
+    element_vars_.clear();  // the finalisation runs once, outside the element loop
     std::string result;
     DType result_dt = dt;
     if (arg) {
@@ -852,7 +936,10 @@ class Emitter {
 
 }  // namespace
 
-void set_persistent_slots_for_benchmarks(int slots) { persistent_slots = slots > 0 ? slots : kPersistentSlots; }
+void set_codegen_variant_for_benchmarks(const CodegenVariant& v) {
+  persistent_slots = v.persistent_slots;
+  prefetch_next_row = v.prefetch_next_row;
+}
 
 CudaKernel emit_kernel_cuda(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args) {
   return Emitter(k, lg, args).emit();

@@ -41,9 +41,13 @@ struct CudaKernel {
 
 // Kernel `k`'s CUDA C; `args` are its buffers in argument order (print_kernel's). Throws kiln::CompileError for
 // what this code generator does not handle yet (kernel-local rows, deferred writes: the CPU's placement passes).
-// The elements of a persistent row a thread holds at most (16; 0 restores it): benchmarks compare others. Rows
-// longer than 1024 times this are not persistent.
-void set_persistent_slots_for_benchmarks(int slots);
+// Choices of the code generator that benchmarks compare (bench_inductor_cuda's variants); the defaults are what
+// kiln compiles with.
+struct CodegenVariant {
+  int persistent_slots = 16;     // the elements of a persistent row a thread holds at most (rows up to 1024x this)
+  bool prefetch_next_row = true; // persistent rows prefetch the next row into L2
+};
+void set_codegen_variant_for_benchmarks(const CodegenVariant& v);
 
 CudaKernel emit_kernel_cuda(const inductor::Kernel& k, const inductor::LoweredGraph& lg, const std::vector<int>& args);
 
