@@ -33,7 +33,7 @@ constexpr int kFlatBlock = 256;
 // registers a thread (what stays resident with 512-thread blocks at full unroll).
 constexpr int kPersistentSlots = 16;
 std::atomic<int> persistent_slots{kPersistentSlots};  // set_codegen_variant_for_benchmarks
-std::atomic<bool> prefetch_next_row{true};
+std::atomic<bool> prefetch_next_row{false};  // measured slower on an H100 (docs/cuda.md)
 constexpr int kMaxCachedRegisters = 64;
 // Split reductions: a kernel of one reduction over rows of at least kSplitMinRow elements at no more than
 // kSplitMaxOuter outer points spreads each row over up to kSplitMaxBlocks / outer blocks (kSplitRowPerThread

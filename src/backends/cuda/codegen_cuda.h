@@ -45,7 +45,7 @@ struct CudaKernel {
 // kiln compiles with.
 struct CodegenVariant {
   int persistent_slots = 16;     // the elements of a persistent row a thread holds at most (rows up to 1024x this)
-  bool prefetch_next_row = true; // persistent rows prefetch the next row into L2
+  bool prefetch_next_row = false;  // persistent rows prefetch the next row into L2 (slower on an H100: off)
 };
 void set_codegen_variant_for_benchmarks(const CodegenVariant& v);
 
