@@ -48,7 +48,7 @@ run_suite() {  # $1: how to run a binary of the build (a prefix), $2: tests bina
     python3 - "$out/bench.json" <<'PY' || true
 import json, sys
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
-    print(b["name"], {k: round(b[k], 3) for k in ("compiled_ms", "GB/s", "copy_GB/s", "vs_copy", "compile_ms", "kernels") if k in b}, b.get("error_message", ""))
+    print(b["name"], {k: round(b[k], 3) for k in ("compiled_ms", "GB/s", "copy_GB/s", "vs_copy", "compile_ms", "kernels", "issue_us", "latency_us") if k in b}, b.get("error_message", ""))
 PY
     if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
       python3 bench/peer_torch_cuda.py | tee "$out/peer_torch.jsonl" || rc=$?

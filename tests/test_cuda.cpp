@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "api/backends.h"
+#include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
 #include "cli_run.h"
@@ -119,6 +120,89 @@ TEST(CudaCodegen, SoftmaxIsBlockReductionsWithWarpShuffles) {
   EXPECT_NE(all.find("typedef int idx_t;"), std::string::npos) << "small tensors index in 32 bits\n" << all;
 }
 
+// The CUDA C of every kernel of `text`'s graph.
+std::string cuda_code(const std::string& text) {
+  ScopedOption logs(Opt::Logs, "output_code");
+  std::shared_ptr<CompiledGraph> c = compile(parse(text), cuda_options());
+  std::string all;
+  for (const std::string& code : c->kernel_llvm_ir()) all += code;
+  return all;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string softmax_text(const std::string& dt, int64_t rows, int64_t cols) {
+  return fmt::format("graph s(%x: {0}[{1}, {2}]) {{\n  %y = softmax(%x, -1) : {0}[{1}, {2}]\n  return %y\n}}\n", dt, rows, cols);
+}
+std::string layernorm_text(const std::string& dt, int64_t rows, int64_t cols) {
+  return fmt::format("graph l(%x: {0}[{1}, {2}], %w: {0}[{2}], %b: {0}[{2}]) {{\n"
+                     "  %y = layer_norm(%x, [{2}], %w, %b) : {0}[{1}, {2}]\n  return %y\n}}\n", dt, rows, cols);
+}
+// Softmax whose sum reads the exp row reversed: the exp row is kernel-local, but not at the elements each thread
+// computed, so it lives in shared memory (`cols` f32: > 48 KB from 12289 on) while the input stays in registers.
+std::string flipped_sum_text(int64_t rows, int64_t cols) {
+  return fmt::format("graph f(%x: f32[{0}, {1}]) {{\n  %m = amax(%x, [1], True) : f32[{0}, 1]\n"
+                     "  %d = sub(%x, %m) : f32[{0}, {1}]\n  %e = exp(%d) : f32[{0}, {1}]\n  %r = flip(%e, [1]) : f32[{0}, {1}]\n"
+                     "  %s = sum(%r, [1], True) : f32[{0}, 1]\n  %y = div(%e, %s) : f32[{0}, {1}]\n  return %y\n}}\n", rows, cols);
+}
+
+std::string reduce_text(const std::string& op, const std::string& dt, const std::string& shape, const std::string& dims,
+                        const std::string& out) {
+  return fmt::format("graph r(%x: {0}{1}) {{\n  %y = {2}(%x{3}) : {4}\n  return %y\n}}\n", dt, shape, op, dims, out);
+}
+
+// Persistent rows (registers, guarded last slots, f16/bf16 rows), shared-memory rows (past the 48 KB a block
+// gets unasked: 16000 f32), rows too long for either, and split reductions (long rows at few outer points:
+// float sums, integer and bool reductions, a row not a multiple of the split).
+std::vector<std::string> row_cases() {
+  return {reduce_text("sum", "f32", "[4194305]", "", "f32[]"), reduce_text("sum", "f16", "[3, 300001]", ", [1]", "f16[3]"),
+          reduce_text("amin", "i32", "[2, 70000]", ", [1]", "i32[2]"), reduce_text("any", "bool", "[100000]", "", "bool[]"),
+          reduce_text("mean", "bf16", "[65536]", "", "bf16[]"),softmax_text("f32", 5, 8192),    softmax_text("f32", 3, 12000),  softmax_text("f16", 4, 1000),
+          softmax_text("bf16", 7, 16384),  softmax_text("f32", 2, 16385),  softmax_text("f32", 9, 1),
+          layernorm_text("f32", 6, 8192),  layernorm_text("bf16", 5, 3000), flipped_sum_text(3, 12000),
+          flipped_sum_text(3, 16000)};
+}
+
+TEST(CudaCodegen, RowCasesCompile) {
+  for (const std::string& text : row_cases()) EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+}
+
+TEST(CudaCodegen, LongReductionsAtFewOuterPointsAreSplit) {
+  const std::string code = cuda_code(reduce_text("sum", "f32", "[67108864]", "", "f32[]"));
+  EXPECT_NE(code.find("atomicAdd(&arrivals[o], 1u) == 1023u"), std::string::npos) << "1024 blocks a row\n" << code;
+  const std::string rows = cuda_code(reduce_text("sum", "f32", "[8192, 8192]", ", [1]", "f32[8192]"));
+  EXPECT_EQ(rows.find("arrivals"), std::string::npos) << "8192 rows fill the GPU unsplit\n" << rows;
+}
+
+// Persistent rows: softmax and layer norm over 8192 columns read their input row from memory once (its one load
+// in the code) and keep softmax's exp row in registers, never in memory (the kernel has no argument for it).
+TEST(CudaCodegen, SoftmaxAndLayerNormRowsAreReadOnce) {
+  const std::string softmax = cuda_code(softmax_text("f32", 64, 8192));
+  EXPECT_EQ(count(softmax, "b0["), 1u) << softmax;
+  EXPECT_NE(softmax.find("#pragma unroll"), std::string::npos) << softmax;
+  EXPECT_EQ(count(softmax, "float* __restrict__ b"), 4u) << "x, the row max and sum, y; no exp row\n" << softmax;
+  EXPECT_EQ(softmax.find("kiln_shared"), std::string::npos) << softmax;
+  const std::string layernorm = cuda_code(layernorm_text("f32", 64, 8192));
+  EXPECT_EQ(count(layernorm, "b0[(idx_t)8192 * x0 + "), 1u) << layernorm;
+}
+
+TEST(CudaCodegen, RowsReadAtOtherElementsAreNotTakenFromRegisters) {
+  const std::string code = cuda_code(flipped_sum_text(8, 12000));
+  EXPECT_NE(code.find("extern __shared__"), std::string::npos) << code;
+  EXPECT_NE(code.find("(idx_t)11999 + (idx_t)-1 * "), std::string::npos) << "the reversed read goes to the shared row\n" << code;
+  EXPECT_EQ(count(code, "b0["), 1u) << "the input is still read once\n" << code;
+}
+
+TEST(CudaCodegen, RowsLongerThanThePersistentLimitLoopOverMemory) {
+  const std::string code = cuda_code(softmax_text("f32", 3, 100000));
+  EXPECT_EQ(code.find("#pragma unroll"), std::string::npos) << code;
+  EXPECT_GT(count(code, "b0["), 1u) << code;
+}
+
 TEST(CudaCodegen, LargeTensorsIndexIn64Bits) {
   ScopedOption logs(Opt::Logs, "output_code");
   graph::Graph g = parse("graph s(%x: f32[3000000000]) {\n  %y = relu(%x) : f32[3000000000]\n  return %y\n}\n");
@@ -180,6 +264,16 @@ TEST(CudaBuild, ProgramsStartWithoutTheDriverAndRunWithoutAGpuSayWhy) {
     FAIL() << "ran without a GPU";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaBuild, ReduceOverheadRefusesProgramsWithHostSteps) {
+  try {
+    cuda::DeviceProgram program(compile(example("mlp"), cuda_options()), cuda::DeviceProgram::Launches::CudaGraph);
+    FAIL() << "captured a program with extern calls";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs every step on the GPU"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("BLAS"), std::string::npos) << "says why the step is extern: " << e.what();
   }
 }
 
@@ -289,6 +383,125 @@ TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
     CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 3));
     EXPECT_TRUE(v.ok) << text << v.str();
   }
+}
+
+TEST(CudaGpu, PersistentSharedAndSplitRowsEqualTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  for (const std::string& text : row_cases()) {
+    graph::Graph g = parse(text);
+    CompareVerdict v = gpu_vs_interpreter(g, graph::seeded_inputs(g, 5));
+    EXPECT_TRUE(v.ok) << text << v.str();
+  }
+}
+
+// reduce-overhead: a program replayed from its CUDA graph reads the inputs uploaded after the capture.
+TEST(CudaGpu, CudaGraphReplaysReadTheLatestInputs) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph g = parse(layernorm_text("f32", 33, 500));
+  cuda::DeviceProgram program(compile(g, cuda_options()), cuda::DeviceProgram::Launches::CudaGraph);
+  for (uint64_t seed : {1, 2, 3}) {
+    std::vector<Tensor> inputs = graph::seeded_inputs(g, seed);
+    program.upload(inputs);
+    program.launch();
+    program.launch();
+    program.synchronize();
+    graph::InterpretOptions fp64;
+    fp64.fp64 = true;
+    CompareVerdict v = compare_outputs(graph::run_graph(g, clones(inputs)), program.download(),
+                                       graph::run_graph(g, clones(inputs), fp64));
+    EXPECT_TRUE(v.ok) << "seed " << seed << ": " << v.str();
+  }
+}
+
+CompareVerdict device_program_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs) {
+  cuda::DeviceProgram program(compile(g, cuda_options()));
+  program.upload(inputs);
+  program.launch();
+  program.synchronize();
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  return compare_outputs(graph::run_graph(g, clones(inputs)), program.download(), graph::run_graph(g, clones(inputs), fp64));
+}
+
+// Device programs run what neither the CUDA backend compiles nor cuBLAS runs (nll_loss, convolutions) on the
+// host, copying the buffers there and back, and say so on the lowering channel; attention's products all run on
+// the GPU (cuBLAS), so nothing of it goes to the host.
+TEST(CudaGpu, DeviceProgramsRunExternCallsOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  ScopedOption logs(Opt::Logs, "lowering");
+  for (const auto& [name, on_host] : {std::pair{"mlp", true}, {"conv_block", true}, {"attention", false}}) {
+    graph::Graph g = example(name);
+    ::testing::internal::CaptureStderr();
+    CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 0));
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(v.ok) << name << ": " << v.str();
+    EXPECT_EQ(log.find("runs on the host (copied there and back)") != std::string::npos, on_host) << name << ": " << log;
+  }
+}
+
+std::vector<std::string> product_cases(const std::string& dt) {
+  return {fmt::format("graph m(%a: {0}[37, 19], %b: {0}[23, 19]) {{\n  %t = transpose(%b, 0, 1) : {0}[19, 23]{{1, 19}}\n"
+                      "  %y = mm(%a, %t) : {0}[37, 23]\n  return %y\n}}\n", dt),
+          fmt::format("graph b(%a: {0}[3, 17, 9], %b: {0}[3, 9, 5]) {{\n  %y = bmm(%a, %b) : {0}[3, 17, 5]\n  return %y\n}}\n", dt),
+          fmt::format("graph l(%x: {0}[8, 33], %w: {0}[12, 33], %c: {0}[12]) {{\n  %y = linear(%x, %w, %c) : {0}[8, 12]\n"
+                      "  return %y\n}}\n", dt),
+          fmt::format("graph a(%c: {0}[6, 7], %a: {0}[6, 4], %b: {0}[4, 7]) {{\n"
+                      "  %y = addmm(%c, %a, %b, beta=0.5, alpha=2.0) : {0}[6, 7]\n  return %y\n}}\n", dt)};
+}
+
+// mm, bmm and addmm (linear's bias, a full addend, beta and alpha) run through cuBLAS on the device buffers in
+// every float dtype; an integer product runs on the host and the log says why.
+TEST(CudaGpu, MatrixProductsRunThroughCublas) {
+  SKIP_WITHOUT_GPU();
+  ScopedOption logs(Opt::Logs, "lowering");
+  for (const char* dt : {"f32", "f64", "f16", "bf16"})
+    for (const std::string& text : product_cases(dt)) {
+      graph::Graph g = parse(text);
+      ::testing::internal::CaptureStderr();
+      CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 2));
+      const std::string log = ::testing::internal::GetCapturedStderr();
+      EXPECT_TRUE(v.ok) << text << v.str();
+      EXPECT_EQ(log.find("runs on the host"), std::string::npos) << text << log;
+    }
+  graph::Graph g = parse(product_cases("i32")[0]);
+  ::testing::internal::CaptureStderr();
+  CompareVerdict v = device_program_vs_interpreter(g, graph::seeded_inputs(g, 2));
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(v.ok) << v.str();
+  EXPECT_NE(log.find("runs on the host (copied there and back)"), std::string::npos) << log;
+  EXPECT_NE(log.find("not i32"), std::string::npos) << log;
+}
+
+TEST(CudaCodegen, ProductCasesCompile) {
+  for (const char* dt : {"f32", "f64", "f16", "bf16", "i32"}) {
+    std::vector<std::string> cases = product_cases(dt);
+    if (std::string(dt) == "i32") cases.pop_back();  // addmm's beta 0.5 and alpha 2 need floats
+    for (const std::string& text : cases) EXPECT_NO_THROW(compile(parse(text), cuda_options())) << text;
+  }
+}
+
+// Programs chained on the device: one program's output copied, device to device, into the next one's input.
+TEST(CudaGpu, ProgramsChainThroughDeviceViews) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph first = parse(softmax_text("f32", 40, 300));
+  graph::Graph second = parse(reduce_text("sum", "f32", "[40, 300]", ", [1]", "f32[40]"));
+  cuda::DeviceProgram a(compile(first, cuda_options())), b(compile(second, cuda_options()));
+  std::vector<Tensor> x = graph::seeded_inputs(first, 4);
+  a.upload(x);
+  a.launch();
+  a.synchronize();
+  const cuda::DeviceProgram::DeviceView out = a.output(0), in = b.input(0);
+  ASSERT_EQ(out.sizes, in.sizes);
+  ASSERT_EQ(out.strides, in.strides);
+  cuda::check(cuda::driver()->memcpy_dtod(in.data, out.data, size_t(40 * 300 * 4)), "cuMemcpyDtoD");
+  b.launch();
+  b.synchronize();
+  std::vector<Tensor> y = graph::run_graph(first, clones(x));
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  CompareVerdict v = compare_outputs(graph::run_graph(second, y), b.download(), graph::run_graph(second, y, fp64));
+  EXPECT_TRUE(v.ok) << v.str();
+  EXPECT_THROW(b.input(1), Error);
 }
 
 TEST(CudaGpu, IntegerDivisionByZeroIsReported) {

@@ -117,7 +117,7 @@ void CompiledGraph::Impl::run_kernel(RunState& rs, int kernel) const {
 }
 
 // The arguments of extern node `node`'s eager kernel: views of its input buffers, constants, scalars.
-std::vector<IValue> CompiledGraph::Impl::extern_args(const RunState& rs, int node) const {
+std::vector<IValue> CompiledGraph::Impl::extern_args(const std::vector<Tensor>& bufs, int node) const {
   const LoopNode& n = lowered.nodes[size_t(node)];
   const graph::Node& gn = graph.nodes()[size_t(n.graph_node)];
   const std::vector<Tensor>& consts = extern_constants[size_t(node)];
@@ -127,7 +127,7 @@ std::vector<IValue> CompiledGraph::Impl::extern_args(const RunState& rs, int nod
     if (consts[i].defined()) return consts[i];
     const BufferView& v = n.extern_inputs[i];
     if (v.buffer < 0) return Tensor();
-    const Tensor& base = rs.bufs[size_t(v.buffer)];
+    const Tensor& base = bufs[size_t(v.buffer)];
     return tensor_on(base.storage(), base.dtype(), v.sizes, v.strides, base.offset() + v.offset);
   };
   std::vector<IValue> args;
@@ -147,15 +147,16 @@ std::vector<IValue> CompiledGraph::Impl::extern_args(const RunState& rs, int nod
 
 // An extern node: its eager kernel, its errors named as the interpreter names the node; results that are not
 // contiguous or not the buffer's dtype are copied into the buffer's layout.
-void CompiledGraph::Impl::run_extern(RunState& rs, int node) const {
+std::vector<Tensor> CompiledGraph::Impl::call_extern(const std::vector<Tensor>& bufs, int node) const {
   const LoopNode& n = lowered.nodes[size_t(node)];
   const graph::Node& gn = graph.nodes()[size_t(n.graph_node)];
   std::vector<Tensor> outs;
   try {
-    outs = dispatch(bind_args(gn.info(), extern_args(rs, node)));
+    outs = dispatch(bind_args(gn.info(), extern_args(bufs, node)));
   } catch (const Error& e) {
     throw Error(fmt::format("{}: {}", node_labels(gn), e.what()), e.internal());
   }
+  std::vector<Tensor> results(n.extern_outputs.size());
   for (size_t i = 0; i < n.extern_outputs.size(); ++i) {
     int b = n.extern_outputs[i];
     if (b < 0) continue;
@@ -166,8 +167,16 @@ void CompiledGraph::Impl::run_extern(RunState& rs, int node) const {
       copy_into(c, r);
       r = c;
     }
-    rs.bufs[size_t(b)] = r;
+    results[i] = r;
   }
+  return results;
+}
+
+void CompiledGraph::Impl::run_extern(RunState& rs, int node) const {
+  const LoopNode& n = lowered.nodes[size_t(node)];
+  std::vector<Tensor> results = call_extern(rs.bufs, node);
+  for (size_t i = 0; i < n.extern_outputs.size(); ++i)
+    if (n.extern_outputs[i] >= 0) rs.bufs[size_t(n.extern_outputs[i])] = results[i];
 }
 
 // The memory plan: buffers whose last use was this step go back to the pool.

@@ -47,7 +47,11 @@ struct CompiledGraph::Impl {
   void bind_inputs(RunState& rs, const std::vector<Tensor>& inputs) const;
   void run_kernel(RunState& rs, int kernel) const;
   void run_extern(RunState& rs, int node) const;
-  std::vector<IValue> extern_args(const RunState& rs, int node) const;
+  std::vector<IValue> extern_args(const std::vector<Tensor>& bufs, int node) const;
+  // Extern node `node`'s eager kernel over `bufs` (a tensor per buffer of `lowered`, holding at least the node's
+  // inputs): its results per extern output (undefined where the output is -1), each contiguous in its buffer's
+  // dtype. The host program's extern step, and the CUDA device program's host fallback.
+  std::vector<Tensor> call_extern(const std::vector<Tensor>& bufs, int node) const;
   void free_after(RunState& rs, const inductor::Step& st) const;
   void record_step(const RunState& rs, const inductor::Step& st, std::vector<CompiledGraph::Materialised>& out) const;
   std::vector<Tensor> collect_outputs(const RunState& rs) const;

@@ -6,14 +6,7 @@
 #include "ops/families.h"
 
 namespace kiln {
-namespace {
 
-// How a matrix operand (rows x cols, element strides rs, cs) is handed to row-major BLAS without copying:
-// as is (cs == 1) or transposed (rs == 1), with its leading dimension. nullopt when neither layout fits.
-struct BlasLayout {
-  bool transposed;
-  int64_t ld;
-};
 std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
   if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(1, cols)))
     return BlasLayout{false, rows == 1 ? std::max<int64_t>(1, cols) : rs};
@@ -21,6 +14,8 @@ std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, in
     return BlasLayout{true, cols == 1 ? std::max<int64_t>(1, rows) : cs};
   return std::nullopt;
 }
+
+namespace {
 
 // out[B, m, n] (contiguous, already holding the addend when `beta` != 0) = alpha * a @ b + beta * out, with
 // a [B, m, k] and b [B, k, n] of out's dtype (f32 or f64), any strides (batch strides may be 0).

@@ -19,6 +19,7 @@ namespace {
 
 // Blocks per multiprocessor a grid-stride launch keeps resident (more only adds loop overhead).
 constexpr int64_t kBlocksPerSm = 16;
+constexpr int64_t kDefaultSharedBytes = 48 << 10;
 
 class Kernels final : public CudaKernels {
  public:
@@ -28,6 +29,7 @@ class Kernels final : public CudaKernels {
     std::string cubin;
     std::string name;
     mutable CUfunction function = nullptr;  // loaded at first launch (needs a device)
+    mutable std::unique_ptr<DeviceBlock> workspace;  // a split reduction's, allocated zeroed at first launch
   };
   std::vector<Entry> entries;
   std::vector<std::string> sources;
@@ -38,7 +40,8 @@ class Kernels final : public CudaKernels {
   int kernels_built() const override { return built; }
   const CudaKernel& kernel(int kernel) const override { return entries[size_t(kernel)].code; }
 
-  void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status) const override {
+  void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status,
+                        CUstream stream) const override {
     const Entry& e = entries[size_t(kernel)];
     if (e.code.work == 0) return;
     std::string why;
@@ -48,11 +51,24 @@ class Kernels final : public CudaKernels {
     std::vector<void*> params;
     std::vector<CUdeviceptr> ptrs = buffers;
     ptrs.push_back(status);
+    if (e.code.workspace_bytes > 0) ptrs.push_back(workspace(e, *d));
     for (CUdeviceptr& p : ptrs) params.push_back(&p);
     const int64_t per_block = e.code.rows ? 1 : e.code.block;
     const int64_t grid = std::clamp<int64_t>((e.code.work + per_block - 1) / per_block, 1, d->sm_count * kBlocksPerSm);
-    check(d->launch_kernel(f, unsigned(grid), 1, 1, unsigned(e.code.block), 1, 1, 0, nullptr, params.data(), nullptr),
+    check(d->launch_kernel(f, unsigned(grid), 1, 1, unsigned(e.code.block), 1, 1, unsigned(e.code.shared_bytes), stream,
+                           params.data(), nullptr),
           "cuLaunchKernel");
+  }
+
+  void load_on_device() const override {
+    std::string why;
+    const Driver* d = driver(&why);
+    if (!d) fail("CUDA backend: cannot load kernels: {}", why);
+    for (const Entry& e : entries)
+      if (e.code.work != 0) {
+        function(e, *d);
+        if (e.code.workspace_bytes > 0) workspace(e, *d);
+      }
   }
 
   // Staging: each argument's span copied in, the kernel run, the written spans copied back.
@@ -78,7 +94,7 @@ class Kernels final : public CudaKernels {
     }
     DeviceBlock status(sizeof(int32_t));
     check(d->memset_d8(status.ptr, 0, sizeof(int32_t)), "cuMemsetD8");
-    launch_on_device(kernel, ptrs, status.ptr);
+    launch_on_device(kernel, ptrs, status.ptr, nullptr);
     check(d->ctx_synchronize(), "the kernel's run (cuCtxSynchronize)");
     size_t b = 0;
     for (size_t i = 0; i < e.args.size(); ++i) {
@@ -99,6 +115,17 @@ class Kernels final : public CudaKernels {
   int64_t element_size(size_t arg, const Entry& e) const { return element_sizes[size_t(e.args[arg])]; }
 
  private:
+  // One workspace a kernel: launches of a kernel on one stream (a program's) run in order, so they share it.
+  static CUdeviceptr workspace(const Entry& e, const Driver& d) {
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    if (!e.workspace) {
+      e.workspace = std::make_unique<DeviceBlock>(size_t(e.code.workspace_bytes));
+      check(d.memset_d8(e.workspace->ptr, 0, size_t(e.code.workspace_bytes)), "cuMemsetD8");
+    }
+    return e.workspace->ptr;
+  }
+
   static CUfunction function(const Entry& e, const Driver& d) {
     static std::mutex mutex;
     std::lock_guard lock(mutex);
@@ -106,6 +133,9 @@ class Kernels final : public CudaKernels {
       CUmodule module = nullptr;
       check(d.module_load_data(&module, e.cubin.data()), "cuModuleLoadData");
       check(d.module_get_function(&e.function, module, e.code.entry.c_str()), "cuModuleGetFunction");
+      if (e.code.shared_bytes > kDefaultSharedBytes)  // kernel-local rows past the 48 KB a block gets unasked
+        check(d.func_set_attribute(e.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(e.code.shared_bytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     }
     return e.function;
   }
@@ -116,8 +146,10 @@ Target cuda_target() {
   t.backend = "cuda";
   t.description = fmt::format("{} nvrtc {} cuda-codegen v{}", target_arch(), nvrtc_version(), kCudaCodegenVersion);
   t.vector_bytes = 16;
-  t.max_local_row_bytes = -1;  // no kernel-local rows: rows live in memory (L2) between a kernel's loops
-  t.max_local_bytes_per_kernel = 0;
+  // Kernel-local rows live in registers (persistent rows) or else in a block's shared memory (227 KB on sm_90; a
+  // row of 64 KB leaves room for two blocks of a kernel with two such rows on a multiprocessor).
+  t.max_local_row_bytes = 64 << 10;
+  t.max_local_bytes_per_kernel = 128 << 10;
   t.streaming_threshold_bytes = 0;
   t.streaming_threshold_source = "the CUDA backend has no streaming stores";
   return t;

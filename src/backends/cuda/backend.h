@@ -1,6 +1,6 @@
 // The CUDA backend (inductor/backend.h): CUDA C per fused kernel (codegen_cuda.h), compiled by NVRTC through the
-// cubin cache (nvrtc.h), launched through the driver API (driver.h). Its Target asks for no kernel-local rows,
-// streaming stores or deferred writes (the CPU's placement passes): the same scheduler, other data.
+// cubin cache (nvrtc.h), launched through the driver API (driver.h). Its Target asks for kernel-local rows (registers
+// or shared memory) but no streaming stores or deferred writes (the CPU's placement passes): the same scheduler, other data.
 //
 // Kernels run on the host program's buffers by staging (docs/cuda.md): each launch copies the spans of its
 // arguments to the GPU, runs and copies the written ones back, so every tool (kiln run, the comparator, the
@@ -26,10 +26,14 @@ class CudaBackend final : public inductor::Backend {
 
 class CudaKernels : public inductor::CompiledKernels {
  public:
-  // Kernel `kernel` on device buffers (the data of args(kernel), in order) and a device status word, on the
-  // null stream, asynchronously. Throws kiln::Error when there is no device.
-  virtual void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status) const = 0;
+  // Kernel `kernel` on device buffers (the data of args(kernel), in order) and a device status word, on `stream`
+  // (null: the null stream), asynchronously. Throws kiln::Error when there is no device.
+  virtual void launch_on_device(int kernel, const std::vector<CUdeviceptr>& buffers, CUdeviceptr status,
+                                CUstream stream) const = 0;
   virtual const CudaKernel& kernel(int kernel) const = 0;
+  // Loads every kernel's module and allocates split reductions' workspaces (launches do it at first use; a CUDA
+  // graph capture needs it done).
+  virtual void load_on_device() const = 0;
 };
 
 }  // namespace kiln::cuda

@@ -1,12 +1,14 @@
 // CUDA C code generation (codegen_cuda.h): kernel shapes, index arithmetic, scalar expressions, reductions.
 #include "backends/cuda/codegen_cuda.h"
 
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -26,6 +28,20 @@ namespace {
 constexpr int64_t kRowElementsPerThread = 8;
 constexpr int kMaxRowsBlock = 1024;
 constexpr int kFlatBlock = 256;
+// Persistent rows: a row of at most kPersistentSlots * kMaxRowsBlock elements is held on chip, kPersistentSlots
+// (or fewer) elements a thread, in registers indexed by the unrolled slot; at most kMaxCachedRegisters such
+// registers a thread (what stays resident with 512-thread blocks at full unroll).
+constexpr int kPersistentSlots = 16;
+std::atomic<int> persistent_slots{kPersistentSlots};  // set_codegen_variant_for_benchmarks
+std::atomic<bool> prefetch_next_row{false};  // measured slower on an H100 (docs/cuda.md)
+constexpr int kMaxCachedRegisters = 64;
+// Split reductions: a kernel of one reduction over rows of at least kSplitMinRow elements at no more than
+// kSplitMaxOuter outer points spreads each row over up to kSplitMaxBlocks / outer blocks (kSplitRowPerThread
+// elements a thread at least); each writes its partial, and the last block of a row to arrive combines them.
+constexpr int64_t kSplitMinRow = 1 << 16;
+constexpr int64_t kSplitMaxOuter = 64;
+constexpr int64_t kSplitMaxBlocks = 1024;
+constexpr int64_t kSplitRowPerThread = 16;
 
 bool is_unsigned_dtype(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
 
@@ -78,6 +94,22 @@ int64_t index_bound(const Index& ix) {
   return int64_t(b);
 }
 
+// `ix` as text with the variables of `rename` renamed and its terms sorted: two loops of a persistent row compare
+// what they load and store as functions of the row element, whatever their own variables are called.
+std::string canonical_index(const Index& ix, const std::map<std::string, std::string>& rename) {
+  std::vector<std::string> terms;
+  for (const auto& [atom, k] : ix.terms) {
+    std::string a;
+    if (atom->kind == IndexAtom::Kind::Var) a = rename.count(atom->key) ? rename.at(atom->key) : atom->key;
+    else a = fmt::format("({}){}{}", canonical_index(atom->arg, rename), atom->kind == IndexAtom::Kind::Div ? "//" : "%", atom->divisor);
+    terms.push_back(fmt::format("{}*{}", k, a));
+  }
+  std::sort(terms.begin(), terms.end());
+  std::string r = std::to_string(ix.constant);
+  for (const std::string& t : terms) r += "+" + t;
+  return r;
+}
+
 void index_exprs(const SExpr& e, std::vector<Index>& out) {
   if (e->op == SOp::Load || e->op == SOp::IndexValue) out.push_back(e->index);
   for (const SExpr& a : e->args) index_exprs(a, out);
@@ -90,21 +122,38 @@ class Emitter {
   }
 
   CudaKernel emit() {
-    if (!k_.local_buffers.empty() || k_.deferred_host >= 0)
-      throw CompileError(fmt::format("cuda codegen: kernel {} uses kernel-local rows or deferred writes, which the CUDA "
-                                     "backend's target never asks for", k_.name), "inductor/codegen", true);
+    if (k_.deferred_host >= 0)
+      throw CompileError(fmt::format("cuda codegen: kernel {} uses deferred writes, which the CUDA backend's target "
+                                     "never asks for", k_.name), "inductor/codegen", true);
     CudaKernel out;
+    out_ = &out;
     out.entry = "kiln_kernel";
     const LoopNode& first = lg_.nodes[size_t(k_.loops.front().node)];
     out.rows = !(k_.loops.size() == 1 && first.kind == LoopNode::Kind::Pointwise);
     out.work = out.rows ? shape_numel(k_.outer) : shape_numel(first.sizes);
-    out.block = out.rows ? rows_block() : kFlatBlock;
+    if (out.rows) persistent_ = plan_persistent();
+    if (out.rows && !persistent_) split_ = plan_split();
+    if (split_) {
+      out.split = split_;
+      out.work *= split_;
+    }
+    out.block = persistent_ ? persistent_->block : out.rows ? rows_block() : kFlatBlock;
+    out.persistent = persistent_.has_value();
+    for (int b : k_.local_buffers)
+      if (!persistent_ || !persistent_->register_locals.count(b)) shared_locals_.insert(b);
     out.index32 = fits_32_bits(out);
     spans(out);
     body_ << "extern \"C\" __global__ void __launch_bounds__(" << out.block << ") " << out.entry << "(";
     for (size_t i = 0; i < args_.size(); ++i)
       body_ << storage_ctype(lg_.buffers[size_t(args_[i])].dtype) << "* __restrict__ b" << i << ", ";
-    body_ << "int* __restrict__ status) {\n";
+    body_ << "int* __restrict__ status" << (split_ ? ", unsigned char* __restrict__ workspace" : "") << ") {\n";
+    if (split_) line("__shared__ bool kiln_last_block;");
+    if (!shared_locals_.empty()) line("extern __shared__ __align__(16) unsigned char kiln_shared[];");
+    for (int b : shared_locals_) {  // each kernel-local row not held in registers: a row of dynamic shared memory
+      const char* t = storage_ctype(lg_.buffers[size_t(b)].dtype);
+      line(fmt::format("{0}* __restrict__ l{1} = reinterpret_cast<{0}*>(kiln_shared + {2});", t, b, out.shared_bytes));
+      out.shared_bytes += (local_row_elements(b) * dtype_size(lg_.buffers[size_t(b)].dtype) + 15) / 16 * 16;
+    }
     if (out.rows) emit_rows(out);
     else emit_flat(out);
     body_ << "}\n";
@@ -132,6 +181,30 @@ class Emitter {
   int next_ = 0;
   std::string indent_ = "  ";
 
+  // Persistent rows: every loop of a rows kernel runs over the same row shape, short enough to keep on chip; each
+  // thread handles the row elements threadIdx.x + s * block for the unrolled slots s, in every loop, so what one
+  // loop loads or stores at an element, a later loop finds in the same thread's register array at slot s.
+  struct RowCache {
+    std::string array;  // the register array, one element a slot
+    DType dtype;        // the buffer's
+    int first_loop;     // the loop that fills it (loads or stores); later loops read it
+    bool per_slot;      // an array of a register a slot; else one register (the element is the same in every slot)
+    std::string at() const { return per_slot ? array + "[s]" : array; }
+  };
+  struct PersistentPlan {
+    int block = 0, slots = 0;
+    int64_t row = 0;
+    std::map<std::string, RowCache> cache;  // by row_key
+    std::set<int> register_locals;          // kernel-local buffers that live only in the cache
+  };
+  std::optional<PersistentPlan> persistent_;
+  std::set<int> shared_locals_;                   // kernel-local buffers in a shared-memory row
+  std::map<std::string, std::string> rename_;    // the current loop's row variables -> p0, p1, ...
+  int loop_ = -1;                                 // the loop being emitted
+  int64_t split_ = 0;                             // split reduction: blocks a row (0: not split)
+  std::vector<Index> element_vars_;               // the variables the current element loop runs over
+  CudaKernel* out_ = nullptr;
+
   static std::string prelude() {
     std::string p = kCudaPrelude;
     const std::string marker = "%ZERO_DIVISION%";
@@ -148,6 +221,174 @@ class Emitter {
   void close() {
     indent_.resize(indent_.size() - 2);
     line("}");
+  }
+
+  const LoopNode& node(const KernelLoop& l) const { return lg_.nodes[size_t(l.node)]; }
+  bool is_local(int buffer) const {
+    return std::find(k_.local_buffers.begin(), k_.local_buffers.end(), buffer) != k_.local_buffers.end();
+  }
+
+  // A loop's row: its variables past the outer nest (a pointwise loop's inner dims, a reduction's reduced dims).
+  std::pair<std::vector<Index>, Shape> row_of(const KernelLoop& l) const {
+    const LoopNode& n = node(l);
+    if (n.kind == LoopNode::Kind::Reduction) return {l.ridx, n.rsizes};
+    const auto outer = int64_t(k_.outer_vars.size());
+    return {std::vector<Index>(l.idx.begin() + outer, l.idx.end()), Shape(n.sizes.begin() + outer, n.sizes.end())};
+  }
+  static std::map<std::string, std::string> row_renaming(const std::vector<Index>& vars) {
+    std::map<std::string, std::string> r;
+    for (size_t d = 0; d < vars.size(); ++d)
+      if (!vars[d].is_constant()) r[vars[d].terms[0].first->key] = fmt::format("p{}", d);
+    return r;
+  }
+  static std::string row_key(int buffer, const Index& ix, const std::map<std::string, std::string>& rename) {
+    return fmt::format("b{}:{}", buffer, canonical_index(ix, rename));
+  }
+  int64_t local_row_elements(int buffer) const {
+    const Buffer& b = lg_.buffers[size_t(buffer)];
+    return shape_numel(b.sizes) / std::max<int64_t>(1, shape_numel(Shape(b.sizes.begin(), b.sizes.begin() + int64_t(k_.outer.size()))));
+  }
+
+  // The persistent-row plan when every loop runs over the same row of at most kPersistentSlots * 1024 elements:
+  // which (buffer, element) pairs two or more loops touch are kept in registers (as many as kMaxCachedRegisters
+  // allows, earliest first), and which kernel-local buffers then never need memory.
+  std::optional<PersistentPlan> plan_persistent() const {
+    Shape row;
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      Shape sizes = row_of(k_.loops[i]).second;
+      if (i == 0) row = sizes;
+      else if (sizes != row) return std::nullopt;
+    }
+    PersistentPlan p;
+    p.row = shape_numel(row);
+    const int slots = persistent_slots.load();
+    if (p.row == 0 || p.row > int64_t(slots) * kMaxRowsBlock) return std::nullopt;
+    p.block = 32;
+    while (p.block < kMaxRowsBlock && int64_t(p.block) * slots < p.row) p.block *= 2;
+    p.slots = int((p.row + p.block - 1) / p.block);
+    std::set<int> reduced;  // reduction results stay in registers_ (one value a row), never in the cache
+    for (const KernelLoop& l : k_.loops)
+      if (node(l).kind == LoopNode::Kind::Reduction) reduced.insert(node(l).buffer);
+    std::map<std::string, std::set<int>> loops_of;
+    std::map<std::string, int> buffer_of;
+    std::map<std::string, bool> per_slot;  // whether the element depends on the row
+    std::map<int, std::set<std::string>> local_keys;  // every key a kernel-local buffer is touched at
+    for (size_t i = 0; i < k_.loops.size(); ++i) {
+      const KernelLoop& l = k_.loops[i];
+      const auto rename = row_renaming(row_of(l).first);
+      std::vector<std::pair<int, Index>> touched;
+      s_loads(l.value, touched);
+      if (node(l).kind == LoopNode::Kind::Pointwise) touched.push_back({node(l).buffer, ix_linear(l.idx, node(l).sizes)});
+      for (const auto& [b, ix] : touched) {
+        if (b < 0 || reduced.count(b)) continue;
+        const std::string key = row_key(b, ix, rename);
+        loops_of[key].insert(int(i));
+        buffer_of[key] = b;
+        per_slot[key] = key.find("*p") != std::string::npos;
+        if (is_local(b)) local_keys[b].insert(key);
+      }
+    }
+    std::vector<std::pair<int, std::string>> shared;  // (first loop, key) of what two or more loops touch
+    for (const auto& [key, loops] : loops_of)
+      if (loops.size() >= 2) shared.push_back({*loops.begin(), key});
+    std::sort(shared.begin(), shared.end());
+    int64_t registers = 0;
+    for (const auto& [first, key] : shared) {
+      const int64_t cost = per_slot[key] ? p.slots : 1;
+      if (registers + cost > kMaxCachedRegisters) continue;
+      registers += cost;
+      p.cache[key] = {fmt::format("c{}", p.cache.size()), lg_.buffers[size_t(buffer_of[key])].dtype, first, per_slot[key]};
+    }
+    for (const auto& [b, keys] : local_keys)
+      if (keys.size() == 1 && p.cache.count(*keys.begin())) p.register_locals.insert(b);
+    return p;
+  }
+
+  // The blocks per row of a split reduction (0: the kernel is not one; see kSplitMinRow).
+  int64_t plan_split() const {
+    if (k_.loops.size() != 1 || !k_.local_buffers.empty()) return 0;
+    const LoopNode& n = node(k_.loops[0]);
+    if (n.kind != LoopNode::Kind::Reduction || n.reduce == ReduceOp::ArgMax || n.reduce == ReduceOp::ArgMin) return 0;
+    const int64_t outer = std::max<int64_t>(1, shape_numel(k_.outer)), row = shape_numel(n.rsizes);
+    if (outer > kSplitMaxOuter || row < kSplitMinRow) return 0;
+    return std::clamp<int64_t>(row / (int64_t(kMaxRowsBlock) * kSplitRowPerThread), 2, std::max<int64_t>(2, kSplitMaxBlocks / outer));
+  }
+
+  // Whether loop `i` of a persistent row must wait for the whole block first: it reads from memory something an
+  // earlier loop of this row wrote (not from the register cache, nor a reduction's result register).
+  bool reads_earlier_writes_from_memory(size_t i) const {
+    std::map<int, std::string> written;  // buffer -> where a reduction keeps its result in a register ("": none)
+    for (size_t j = 0; j < i; ++j) {
+      const LoopNode& n = node(k_.loops[j]);
+      written[n.buffer] = n.kind == LoopNode::Kind::Reduction ? ix_linear(k_.loops[j].idx, n.sizes).str() : "";
+    }
+    const auto rename = row_renaming(row_of(k_.loops[i]).first);
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(k_.loops[i].value, loads);
+    for (const auto& [b, ix] : loads) {
+      auto w = written.find(b);
+      if (w == written.end() || (!w->second.empty() && w->second == ix.str())) continue;
+      auto c = persistent_->cache.find(row_key(b, ix, rename));
+      if (c == persistent_->cache.end() || c->second.first_loop >= int(i)) return true;
+    }
+    return false;
+  }
+
+  // Persistent rows with one outer variable: the first loop's row reads of the next outer point this block runs
+  // (o + gridDim.x) are prefetched into L2 while this one computes, so its loads find them there.
+  void prefetch_next_rows(const CudaKernel& out) {
+    std::vector<Index> outer;
+    for (const Index& v : k_.outer_vars)
+      if (!v.is_constant()) outer.push_back(v);
+    if (outer.size() != 1) return;
+    const KernelLoop& l = k_.loops.front();
+    const auto [vars, sizes] = row_of(l);
+    std::vector<std::pair<int, Index>> loads, rows;
+    s_loads(l.value, loads);
+    std::set<std::string> seen;
+    for (const auto& [b, ix] : loads) {
+      const int64_t k = ix_coefficient(ix, outer[0]);
+      bool row_read = k != 0 && b >= 0 && slot_.count(b);
+      for (const auto& [atom, c] : ix.terms)
+        row_read &= atom->kind == IndexAtom::Kind::Var || !ix_depends_on(atom->arg, outer[0]);  // linear in o
+      if (row_read && seen.insert(fmt::format("{}:{}", b, ix.str())).second) rows.push_back({b, ix});
+    }
+    if (rows.empty()) return;
+    open(fmt::format("if (o + (idx_t)gridDim.x < (idx_t){})", out.work));
+    open_row_loop("r", shape_numel(sizes));
+    unravel(vars, sizes, "r");
+    for (const auto& [b, ix] : rows)
+      line(fmt::format("kiln_prefetch_l2(b{} + ({}) + (idx_t){} * (idx_t)gridDim.x);", slot_.at(b), index(ix),
+                       ix_coefficient(ix, outer[0])));
+    close_row_loop();
+    close();
+  }
+
+  // Opens the loop of the current outer point over its row's elements, `var` the row-linear element index: a
+  // block-strided loop, or with a persistent plan the unrolled slots.
+  void open_row_loop(const std::string& var, int64_t extent) {
+    if (split_) {  // this block's share of the row: every split_-th block-wide stretch from its part's
+      open(fmt::format("for (idx_t {0} = part * (idx_t)blockDim.x + threadIdx.x; {0} < (idx_t){1}; {0} += (idx_t){2} * blockDim.x)",
+                       var, extent, split_));
+      return;
+    }
+    if (!persistent_) {
+      open(fmt::format("for (idx_t {0} = threadIdx.x; {0} < (idx_t){1}; {0} += blockDim.x)", var, extent));
+      return;
+    }
+    line("#pragma unroll");
+    open(fmt::format("for (int s = 0; s < {}; ++s)", persistent_->slots));
+    line(fmt::format("const idx_t {} = (idx_t)threadIdx.x + (idx_t)(s * {});", var, persistent_->block));
+    if (int64_t(persistent_->slots) * persistent_->block != extent) open(fmt::format("if ({} < (idx_t){})", var, extent));
+  }
+  void close_row_loop() {
+    if (persistent_ && int64_t(persistent_->slots) * persistent_->block != persistent_->row) close();
+    close();
+  }
+  const RowCache* cached(int buffer, const Index& ix) const {
+    if (!persistent_ || buffer < 0) return nullptr;
+    auto it = persistent_->cache.find(row_key(buffer, ix, rename_));
+    return it == persistent_->cache.end() ? nullptr : &it->second;
   }
 
   int rows_block() const {
@@ -198,7 +439,7 @@ class Emitter {
       if (!empty)
         for (const auto& [b, ix] : loads) touch(b, ix);
       if (shape_numel(n.sizes) > 0) touch(n.buffer, ix_linear(l.idx, n.sizes));
-      out.written[size_t(slot_.at(n.buffer))] = true;
+      if (auto it = slot_.find(n.buffer); it != slot_.end()) out.written[size_t(it->second)] = true;
     }
   }
 
@@ -259,10 +500,26 @@ class Emitter {
     if (dt == DType::Bool) return fmt::format("({} != 0)", v);
     return v;
   }
-  std::string element(int buffer, const Index& ix) { return fmt::format("b{}[{}]", slot_.at(buffer), index(ix)); }
+  std::string element(int buffer, const Index& ix) {
+    if (shared_locals_.count(buffer)) {  // the current outer point's row: drop the outer variables' part
+      const Buffer& buf = lg_.buffers[size_t(buffer)];
+      Index row = ix;
+      for (size_t d = 0; d < k_.outer_vars.size(); ++d)
+        if (!k_.outer_vars[d].is_constant()) row = ix_add(row, ix_scale(k_.outer_vars[d], -buf.strides[d]));
+      return fmt::format("l{}[{}]", buffer, index(row));
+    }
+    return fmt::format("b{}[{}]", slot_.at(buffer), index(ix));
+  }
   std::string load(int buffer, const Index& ix) {
     auto reg = registers_.find(buffer);
     if (reg != registers_.end() && reg->second.first == ix.str()) return reg->second.second;
+    if (const RowCache* c = cached(buffer, ix)) {
+      if (c->first_loop < loop_) return c->at();
+      const std::string v = fresh("v");  // the first loop to touch it: load it and keep it
+      line(fmt::format("const {} {} = {};", compute_ctype(c->dtype), v, from_storage(element(buffer, ix), c->dtype)));
+      line(fmt::format("{} = {};", c->at(), v));
+      return v;
+    }
     if (vector_) {  // a contiguous load of a vectorised flat kernel: its lane of the 128-bit load
       const auto& loads = static_cast<const VectorPlan*>(vector_->plan)->loads;
       const Index d = ix_add(ix, ix_scale(vector_->linear, -1));
@@ -276,6 +533,10 @@ class Emitter {
   }
   void store(int buffer, const Index& ix, const std::string& v, DType v_dtype) {
     const DType dt = lg_.buffers[size_t(buffer)].dtype;
+    if (const RowCache* c = cached(buffer, ix)) {
+      line(fmt::format("{} = {};", c->at(), from_storage(to_storage(cast(v, v_dtype, dt), dt), dt)));
+      if (persistent_->register_locals.count(buffer)) return;
+    }
     line(fmt::format("{} = {};", element(buffer, ix), to_storage(cast(v, v_dtype, dt), dt)));
   }
 
@@ -349,6 +610,29 @@ class Emitter {
     internal_fail("cuda codegen: {} is not a binary op", sop_name(op));
   }
 
+  // Whether a division by `e` may multiply by its reciprocal, computed once for the element loop (the CPU
+  // backend's rule, backends/cpu/codegen_scalar.cpp): `e` reads memory or a register and does not change along
+  // the loop (softmax's row sum). Not a constant: x * (1 / c) with 1 / c rounded differs from eager's x / c.
+  bool invariant_divisor(const SExpr& e) const {
+    if (element_vars_.empty()) return false;
+    bool reads = false;
+    std::set<const SNode*> seen;
+    std::function<bool(const SExpr&)> varies = [&](const SExpr& n) {
+      if (!seen.insert(n.get()).second) return false;
+      auto depends = [&](const Index& ix) {
+        return std::any_of(element_vars_.begin(), element_vars_.end(),
+                           [&](const Index& v) { return !v.is_constant() && ix_depends_on(ix, v); });
+      };
+      if (n->op == SOp::Load) {
+        reads = true;
+        return n->buffer != kAccumulatorBuffer && depends(n->index);
+      }
+      if (n->op == SOp::IndexValue) return depends(n->index);
+      return std::any_of(n->args.begin(), n->args.end(), varies);
+    };
+    return !varies(e) && reads;
+  }
+
   // The expression's value as a named local of the current element (memoised).
   std::string value(const SExpr& e) {
     if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
@@ -388,6 +672,9 @@ class Emitter {
         break;
       default:
         if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
+        else if (e->op == SOp::Div && is_floating(e->args[1]->dtype) && invariant_divisor(e->args[1]))
+          v = fmt::format("({} * ({} / {}))", value(e->args[0]), float_literal(1.0, compute_dtype_of(e->args[1]->dtype)),
+                          value(e->args[1]));
         else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);
         break;
     }
@@ -428,6 +715,7 @@ class Emitter {
     const KernelLoop& l = k_.loops.front();
     const LoopNode& n = lg_.nodes[size_t(l.node)];
     const Index linear = ix_linear(l.idx, n.sizes);
+    element_vars_ = l.idx;
     const std::string stride = "(idx_t)gridDim.x * blockDim.x", first = "(idx_t)blockIdx.x * blockDim.x + threadIdx.x";
     std::optional<VectorPlan> plan = vector_plan(l, n, out.work);
     if (plan) {
@@ -469,16 +757,31 @@ class Emitter {
   }
 
   void emit_rows(const CudaKernel& out) {
-    open(fmt::format("for (idx_t o = blockIdx.x; o < (idx_t){}; o += gridDim.x)", out.work));
+    if (split_) {
+      open(fmt::format("for (idx_t g = blockIdx.x; g < (idx_t){}; g += gridDim.x)", out.work));
+      line(fmt::format("const idx_t o = g / (idx_t){0}, part = g % (idx_t){0};", split_));
+    } else {
+      open(fmt::format("for (idx_t o = blockIdx.x; o < (idx_t){}; o += gridDim.x)", out.work));
+    }
     unravel(k_.outer_vars, k_.outer, "o");
     registers_.clear();
+    if (persistent_)
+      for (const auto& [key, c] : persistent_->cache)
+        line(c.per_slot ? fmt::format("{} {}[{}];", compute_ctype(c.dtype), c.array, persistent_->slots)
+                        : fmt::format("{} {};", compute_ctype(c.dtype), c.array));
+    if (persistent_ && prefetch_next_row.load()) prefetch_next_rows(out);
     for (size_t i = 0; i < k_.loops.size(); ++i) {
       const KernelLoop& l = k_.loops[i];
-      if (i > 0) line("__syncthreads();");
+      loop_ = int(i);
+      rename_ = row_renaming(row_of(l).first);
+      element_vars_ = row_of(l).first;
+      if (i > 0 && (!persistent_ || reads_earlier_writes_from_memory(i))) line("__syncthreads();");
       if (lg_.nodes[size_t(l.node)].kind == LoopNode::Kind::Reduction) emit_reduction(l);
       else emit_row_pointwise(l);
     }
-    line("__syncthreads();");  // the next outer point's first loop may overwrite what this one's last loop reads
+    // The next outer point's loops may overwrite what this one's read (a shared row; with rows in memory, what
+    // the last loop reads from other threads' elements). A persistent row's memory is the row's own.
+    if (!persistent_ || !shared_locals_.empty()) line("__syncthreads();");
     close();
   }
 
@@ -487,11 +790,11 @@ class Emitter {
     const size_t outer = k_.outer_vars.size();
     std::vector<Index> inner(l.idx.begin() + int64_t(outer), l.idx.end());
     Shape inner_sizes(n.sizes.begin() + int64_t(outer), n.sizes.end());
-    open(fmt::format("for (idx_t j = threadIdx.x; j < (idx_t){}; j += blockDim.x)", shape_numel(inner_sizes)));
+    open_row_loop("j", shape_numel(inner_sizes));
     unravel(inner, inner_sizes, "j");
     memo_.clear();
     store(n.buffer, ix_linear(l.idx, n.sizes), value(l.value), l.value->dtype);
-    close();
+    close_row_loop();
     memo_.clear();
   }
 
@@ -550,7 +853,7 @@ class Emitter {
       rc = reduce_code(n.reduce, dt);
       line(fmt::format("{} {} = {};", rc.acc_type, acc, rc.identity));
     }
-    open(fmt::format("for (idx_t r = threadIdx.x; r < (idx_t){}; r += blockDim.x)", shape_numel(n.rsizes)));
+    open_row_loop("r", shape_numel(n.rsizes));
     unravel(l.ridx, n.rsizes, "r");
     memo_.clear();
     const std::string v = value(l.value);
@@ -564,8 +867,9 @@ class Emitter {
     } else {
       line(fmt::format("{{ const {0} a = {1}; const {0} b = ({0}){2}; {1} = {3}; }}", rc.acc_type, acc, v, rc.combine));
     }
-    close();
+    close_row_loop();
     memo_.clear();
+    element_vars_.clear();  // the finalisation runs once, outside the element loop
     std::string result;
     DType result_dt = dt;
     if (arg) {
@@ -577,6 +881,7 @@ class Emitter {
       result = fresh("red");
       line(fmt::format("const {0} {1} = kiln_block_reduce({2}, ({0}){3}, []({0} a, {0} b) {{ return ({0})({4}); }});",
                        rc.acc_type, result, acc, rc.identity, rc.combine));
+      if (split_) result = combine_split_partials(rc, result);
       if (rc.acc_type == "double" && is_floating(dt)) result_dt = DType::F64;
     }
     if (n.finalize) {
@@ -596,10 +901,45 @@ class Emitter {
     line(fmt::format("const {} {} = {};", compute_ctype(buf.dtype), reg,
                      from_storage(to_storage(cast(result, result_dt, buf.dtype), buf.dtype), buf.dtype)));
     registers_[n.buffer] = {at.str(), reg};
+    if (split_) close();  // the last block's branch (combine_split_partials)
+  }
+
+  // A split reduction's block result `partial`: written to the workspace; the last block of the row to arrive (an
+  // atomic count per row, reset by that block for the next launch) combines the row's partials in part order
+  // (deterministic) and goes on, in a branch emit_reduction closes, to finalise and store; the others stop there.
+  std::string combine_split_partials(const ReduceCode& rc, const std::string& partial) {
+    const int64_t outer = std::max<int64_t>(1, shape_numel(k_.outer));
+    const int64_t partials_bytes = (outer * split_ * 8 + 15) / 16 * 16;
+    out_->workspace_bytes = partials_bytes + outer * 4;
+    line(fmt::format("{0}* __restrict__ partials = reinterpret_cast<{0}*>(workspace);", rc.acc_type));
+    line(fmt::format("unsigned* __restrict__ arrivals = reinterpret_cast<unsigned*>(workspace + {});", partials_bytes));
+    open("if (threadIdx.x == 0)");
+    line(fmt::format("partials[g] = {};", partial));
+    line("__threadfence();");
+    line(fmt::format("kiln_last_block = atomicAdd(&arrivals[o], 1u) == {}u;", split_ - 1));
+    close();
+    line("__syncthreads();");
+    open("if (kiln_last_block)");
+    line("__threadfence();");
+    const std::string acc = fresh("acc"), result = fresh("red");
+    line(fmt::format("{} {} = {};", rc.acc_type, acc, rc.identity));
+    open(fmt::format("for (idx_t p = threadIdx.x; p < (idx_t){}; p += blockDim.x)", split_));
+    line(fmt::format("{{ const {0} a = {1}; const {0} b = ((volatile {0}*)partials)[o * (idx_t){2} + p]; {1} = {3}; }}",
+                     rc.acc_type, acc, split_, rc.combine));
+    close();
+    line(fmt::format("const {0} {1} = kiln_block_reduce({2}, ({0}){3}, []({0} a, {0} b) {{ return ({0})({4}); }});",
+                     rc.acc_type, result, acc, rc.identity, rc.combine));
+    line("if (threadIdx.x == 0) arrivals[o] = 0u;");
+    return result;
   }
 };
 
 }  // namespace
+
+void set_codegen_variant_for_benchmarks(const CodegenVariant& v) {
+  persistent_slots = v.persistent_slots;
+  prefetch_next_row = v.prefetch_next_row;
+}
 
 CudaKernel emit_kernel_cuda(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args) {
   return Emitter(k, lg, args).emit();

@@ -1,7 +1,16 @@
-// A compiled CUDA program run entirely on the GPU: its inputs uploaded once, every intermediate and output in
-// device memory (the caching allocator), its kernels launched back to back on the null stream. The step toward
-// device tensors (docs/cuda.md): for now benchmarks use it, and it refuses programs with extern calls (those
-// still need the staged path through CompiledGraph::operator()).
+// A compiled CUDA program run on the GPU: its inputs uploaded once (or written on the device through input()),
+// every intermediate and output in device memory (the caching allocator), its kernels launched back to back on
+// the program's stream. The step toward device tensors (docs/cuda.md).
+//
+// Extern calls: matrix products (mm, bmm, addmm in f32, f64, f16, bf16) run through cuBLAS on the device buffers
+// (cublas.h). Others (convolutions, nll_loss, integer products, ...) run on the host: the stream is waited for,
+// the call's input buffers are copied to the host, the op's eager kernel runs there, and its results are copied
+// back into their device buffers (logged once a program on the `lowering` channel, with why the op is extern and
+// why cuBLAS does not run it).
+//
+// reduce-overhead (Launches::CudaGraph): the first launch() runs the kernels once, then records their launches
+// on the program's stream into a CUDA graph; every later launch() replays it with one cuGraphLaunch. The buffers
+// are static (upload() copies new inputs into the same device memory), so a replay reads the latest inputs.
 #pragma once
 #include <memory>
 #include <vector>
@@ -13,15 +22,34 @@ namespace kiln::cuda {
 
 class DeviceProgram {
  public:
-  // Throws kiln::Error when `program` was not compiled for "cuda", has extern calls, or there is no device.
-  explicit DeviceProgram(std::shared_ptr<CompiledGraph> program);
+  enum class Launches {
+    Direct,     // one cuLaunchKernel per kernel per launch()
+    CudaGraph,  // reduce-overhead: the launches captured once into a CUDA graph, replayed by launch()
+  };
+  // Throws kiln::Error when `program` was not compiled for "cuda", there is no device, or a CUDA graph is asked for
+  // a program with extern calls (they run on the host, which a graph cannot record).
+  explicit DeviceProgram(std::shared_ptr<CompiledGraph> program, Launches launches = Launches::Direct);
+  ~DeviceProgram();
+  DeviceProgram(const DeviceProgram&) = delete;
+  DeviceProgram& operator=(const DeviceProgram&) = delete;
   // Copies `inputs` (contiguous, as the graph's inputs) to the device.
   void upload(const std::vector<Tensor>& inputs);
-  // Launches every kernel in order, asynchronously; then synchronize() waits and checks the status word.
-  void launch() const;
+  // Launches every kernel in order (or replays the CUDA graph), asynchronously, on the program's stream (which
+  // synchronises with the null stream); then synchronize() waits and checks the status word.
+  void launch();
   void synchronize() const;
   // The graph's outputs, copied to the host (contiguous).
   std::vector<Tensor> download() const;
+  // Where input `i` and output `i` live on the device: the buffer the kernels read (inputs: contiguous) or the
+  // output's view into its buffer. Valid for the program's life; another program (or cuMemcpy) may write an input
+  // there instead of upload(), or read an output there instead of download(), after synchronize().
+  struct DeviceView {
+    CUdeviceptr data = 0;  // the first element
+    DType dtype = DType::F32;
+    Shape sizes, strides;  // strides in elements
+  };
+  DeviceView input(int i) const;
+  DeviceView output(int i) const;
   // Bytes of the graph's inputs and outputs: what a program that reads each input once and writes each output
   // once moves (the roofline's numerator).
   int64_t io_bytes() const;
@@ -30,6 +58,17 @@ class DeviceProgram {
   std::shared_ptr<CompiledGraph> program_;
   std::vector<std::unique_ptr<DeviceBlock>> buffers_;  // per buffer of the lowered graph
   std::unique_ptr<DeviceBlock> status_;
+  Launches launches_;
+  CUstream stream_ = nullptr;
+  CUgraph graph_ = nullptr;
+  CUgraphExec graph_exec_ = nullptr;
+
+  std::vector<bool> fallback_logged_;  // per lowered node: its host fallback was logged
+
+  void launch_steps();
+  bool run_extern_on_device(int node, std::string* why_not);
+  void run_extern_on_host(int node, const std::string& why_not_on_device);
+  void capture();
 };
 
 }  // namespace kiln::cuda

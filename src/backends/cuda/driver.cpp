@@ -49,7 +49,18 @@ Loaded load() {
                    resolve(lib, "cuEventSynchronize", d.event_synchronize, w) &&
                    resolve(lib, "cuEventElapsedTime", d.event_elapsed_time, w) &&
                    resolve(lib, "cuEventDestroy_v2", d.event_destroy, w) &&
-                   resolve(lib, "cuGetErrorString", d.get_error_string, w);
+                   resolve(lib, "cuGetErrorString", d.get_error_string, w) &&
+                   resolve(lib, "cuFuncSetAttribute", d.func_set_attribute, w) &&
+                   resolve(lib, "cuStreamCreate", d.stream_create, w) &&
+                   resolve(lib, "cuStreamDestroy_v2", d.stream_destroy, w) &&
+                   resolve(lib, "cuStreamSynchronize", d.stream_synchronize, w) &&
+                   resolve(lib, "cuStreamBeginCapture_v2", d.stream_begin_capture, w) &&
+                   resolve(lib, "cuStreamEndCapture", d.stream_end_capture, w) &&
+                   resolve(lib, "cuGraphInstantiateWithFlags", d.graph_instantiate, w) &&
+                   resolve(lib, "cuGraphLaunch", d.graph_launch, w) &&
+                   resolve(lib, "cuGraphExecDestroy", d.graph_exec_destroy, w) &&
+                   resolve(lib, "cuGraphDestroy", d.graph_destroy, w) &&
+                   resolve(lib, "cuMemcpyHtoDAsync_v2", d.memcpy_htod_async, w);
   if (!all) return l;
   auto failed = [&](CUresult r, const char* what) {
     const char* msg = nullptr;

@@ -35,6 +35,18 @@ struct Driver {
   decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
   decltype(&::cuEventDestroy) event_destroy = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
+  decltype(&::cuFuncSetAttribute) func_set_attribute = nullptr;
+  // Streams and CUDA graphs (reduce-overhead: a program's launches captured once and replayed).
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamBeginCapture) stream_begin_capture = nullptr;
+  decltype(&::cuStreamEndCapture) stream_end_capture = nullptr;
+  decltype(&::cuGraphInstantiate) graph_instantiate = nullptr;
+  decltype(&::cuGraphLaunch) graph_launch = nullptr;
+  decltype(&::cuGraphExecDestroy) graph_exec_destroy = nullptr;
+  decltype(&::cuGraphDestroy) graph_destroy = nullptr;
+  decltype(&::cuMemcpyHtoDAsync) memcpy_htod_async = nullptr;
 
   CUdevice device = 0;
   CUcontext context = nullptr;

@@ -8,7 +8,7 @@
 namespace kiln::cuda {
 
 // Bumped whenever the generated CUDA C changes meaning, so stale disk-cache entries are never used.
-inline constexpr int kCudaCodegenVersion = 1;
+inline constexpr int kCudaCodegenVersion = 2;
 
 // "13.0": the NVRTC this process loaded.
 std::string nvrtc_version();

@@ -35,6 +35,8 @@ template <class T> __device__ __forceinline__ T kiln_minimum(T x, T y) {
   return y < x ? y : x;
 }
 __device__ __forceinline__ void kiln_report(int* status, int code) { atomicCAS(status, 0, code); }
+// A hint that `p` will be read soon: its line is fetched into L2 (persistent rows prefetch the next row).
+__device__ __forceinline__ void kiln_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" :: "l"(p)); }
 #define KILN_STATUS_ZERO_DIVISION %ZERO_DIVISION%
 __device__ i64 kiln_rt_idiv_trunc(i64 x, i64 y, int* status) {
   if (y == 0) { kiln_report(status, KILN_STATUS_ZERO_DIVISION); return 0; }
