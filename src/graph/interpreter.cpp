@@ -3,6 +3,8 @@
 // value can be released; a run then fills the slots, dispatches, checks the result metas and moves on.
 #include "graph/interpreter.h"
 
+#include <optional>
+
 #include "core/log.h"
 #include "graph/inputs.h"
 #include "ops/api.h"
@@ -133,7 +135,8 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) {
                for (ValueId id : g.inputs()) names.push_back("%" + g.value(id).name + ": " + meta_str(g.value(id).meta));
                return names;
              }(), ", "), inputs.size());
-  NoGradGuard no_grad;
+  std::optional<NoGradGuard> no_grad;
+  if (!opts_.record_autograd) no_grad.emplace();
   std::vector<Tensor> env(size_t(g.num_values()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& v = g.value(g.inputs()[i]);

@@ -4,7 +4,8 @@
 //
 // Contract:
 // - Inputs must match the graph's inputs in number, dtype and shape (any strides); otherwise kiln::Error.
-// - Every node runs under NoGradGuard with the global random generator (seed it first for reproducible
+// - Every node runs under NoGradGuard (unless record_autograd: then as eager code runs, recording history for
+//   inputs that require grad, the eager-autograd baseline of compiled training) with the global random generator (seed it first for reproducible
 //   random ops). In-place nodes mutate the tensors they are given, as in eager mode, graph inputs included.
 // - A kernel error is rethrown as kiln::Error naming the node (%name = op at line:col).
 // - check_meta: each result's dtype and shape must equal the graph's recorded meta (strides are not checked).
@@ -24,6 +25,7 @@ namespace kiln::graph {
 struct InterpretOptions {
   bool fp64 = false;
   bool check_meta = true;
+  bool record_autograd = false;  // grad mode as the caller has it, instead of NoGradGuard
   // Called for every value as it is defined: graph inputs (after the fp64 upcast), constants and node
   // outputs, in execution order.
   std::function<void(ValueId, const Tensor&)> on_value;
