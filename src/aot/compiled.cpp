@@ -153,8 +153,8 @@ class AotFunction {
     if (!t) {
       auto fresh = std::make_shared<Training>();
       fresh->graphs = aot_graphs(graph_, mask, config_);
-      fresh->compile = config_.compile;
-      fresh->forward = config_.compile(fresh->graphs.partition.forward);
+      fresh->compile = config_.compile_halves ? config_.compile_halves : config_.compile;
+      fresh->forward = fresh->compile(fresh->graphs.partition.forward);
       fresh->num_outputs = int(graph_.outputs().size());
       t = fresh;
     }

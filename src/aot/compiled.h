@@ -25,7 +25,10 @@ struct AotConfig {
   PartitionPolicy policy = PartitionPolicy::SaveNeeded;
   // Applied to the joint graph before partitioning (aot_eager_decomp_partition: decompositions); may be empty.
   std::function<graph::Graph(const graph::Graph&)> transform_joint;
-  ProgramCompiler compile;  // compiles the forward, the backward and the inference graph
+  ProgramCompiler compile;  // compiles the inference graph, and the forward and backward unless compile_halves
+  // Compiles the forward and backward graphs when set (inductor: repro stage "aot", so KILN_REPRO_AFTER=aot
+  // watches them, while the inference graph keeps the caller's stage).
+  ProgramCompiler compile_halves;
   JointOptions joint;       // bug injection (KILN_INJECT=<op>:vjp)
 };
 

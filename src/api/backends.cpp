@@ -39,12 +39,18 @@ aot::AotConfig aot_backend_config(const std::string& name, const std::string& re
   for (const inductor::InjectSpec::Entry& e : inductor::InjectSpec::from_options().entries)
     if (e.kind == "vjp") config.joint.wrong_vjp.push_back(find_op(e.target)->id);
   if (name == "inductor") {
-    config.compile = [repro_stage](const graph::Graph& g) -> aot::Program {
-      CompileOptions options;
-      options.repro_stage = repro_stage;
-      std::shared_ptr<CompiledGraph> program = compile(g, options);
-      return [program](const std::vector<Tensor>& in) { return (*program)(in); };
+    // PyTorch's inductor partitions with min-cut rematerialisation too.
+    config.policy = aot::PartitionPolicy::MinCut;
+    auto compiler = [](const std::string& stage) {
+      return [stage](const graph::Graph& g) -> aot::Program {
+        CompileOptions options;
+        options.repro_stage = stage;
+        std::shared_ptr<CompiledGraph> program = compile(g, options);
+        return [program](const std::vector<Tensor>& in) { return (*program)(in); };
+      };
     };
+    config.compile = compiler(repro_stage);
+    config.compile_halves = compiler("aot");  // KILN_REPRO_AFTER=aot: the forward and backward graphs
     return config;
   }
   if (name == "aot_eager_decomp_partition") {

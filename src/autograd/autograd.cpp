@@ -395,15 +395,70 @@ std::vector<Tensor> checked_root_grads(const std::vector<Tensor>& roots, const s
 
 }  // namespace
 
-void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-                  bool create_graph) {
+namespace {
+
+// The tensors of an engine call as one list (`groups` in order, undefined entries left out) and back: the inputs
+// of the eager region a captured engine call becomes.
+struct PackedTensors {
+  std::vector<Tensor> flat;
+  std::vector<std::vector<bool>> defined;
+  explicit PackedTensors(const std::vector<const std::vector<Tensor>*>& groups) {
+    for (const std::vector<Tensor>* g : groups) {
+      defined.emplace_back();
+      for (const Tensor& t : *g) {
+        defined.back().push_back(t.defined());
+        if (t.defined()) flat.push_back(t);
+      }
+    }
+  }
+  static std::vector<std::vector<Tensor>> unpack(const std::vector<std::vector<bool>>& defined,
+                                                 const std::vector<Tensor>& flat) {
+    std::vector<std::vector<Tensor>> out;
+    size_t k = 0;
+    for (const std::vector<bool>& group : defined) {
+      out.emplace_back();
+      for (bool d : group) out.back().push_back(d ? flat.at(k++) : Tensor());
+    }
+    return out;
+  }
+};
+
+void run_backward_now(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                      bool create_graph) {
   EnableGradGuard mode(create_graph);
   GraphTask task;
   execute(task, root_edges_of(roots), checked_root_grads(roots, grads), retain_graph || create_graph, true);
 }
 
+std::vector<Tensor> grad_now(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph);
+
+}  // namespace
+
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                  bool create_graph, std::source_location where) {
+  PackedTensors packed({&roots, &grads});
+  run_autograd_call("Tensor::backward()", where, [defined = packed.defined, retain_graph, create_graph](const std::vector<Tensor>& flat) {
+    std::vector<std::vector<Tensor>> in = PackedTensors::unpack(defined, flat);
+    run_backward_now(in[0], in[1], retain_graph, create_graph);
+    return std::vector<Tensor>{};
+  }, packed.flat);
+}
+
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph) {
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph,
+                         std::source_location where) {
+  PackedTensors packed({&outputs, &inputs, &grad_outputs});
+  return run_autograd_call("kiln::grad()", where, [defined = packed.defined, retain_graph, create_graph](const std::vector<Tensor>& flat) {
+    std::vector<std::vector<Tensor>> in = PackedTensors::unpack(defined, flat);
+    return grad_now(in[0], in[1], in[2], retain_graph, create_graph);
+  }, packed.flat);
+}
+
+namespace {
+
+std::vector<Tensor> grad_now(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& grad_outputs, bool retain_graph, bool create_graph) {
   EnableGradGuard mode(create_graph);
   GraphTask task;
   task.captured.resize(inputs.size());
@@ -418,15 +473,13 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   return task.captured;
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------- Tensor members that need ops
-void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
-  Tensor g = gradient;
-  if (!g.defined()) {
-    KILN_CHECK(numel() == 1, "backward: a gradient can be created implicitly only for single-element outputs, "
-               "but this output is {}; pass a gradient of the same shape", str());
-    g = ones_like(*this);
-  }
-  run_backward({*this}, {g}, retain_graph, create_graph);
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, std::source_location where) const {
+  KILN_CHECK(gradient.defined() || numel() == 1, "backward: a gradient can be created implicitly only for "
+             "single-element outputs, but this output is {}; pass a gradient of the same shape", str());
+  run_backward({*this}, {gradient}, retain_graph, create_graph, where);  // the engine makes the implicit ones
 }
 
 void Tensor::retain_grad() const {

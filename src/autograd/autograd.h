@@ -27,12 +27,13 @@ void record_op(const OpCall& call, std::vector<Tensor>& outputs);
 std::vector<Tensor> run_inplace_recorded(const OpCall& call);
 
 // Runs backward from `roots` with gradients `grads`.
+// Inside a compiled function being captured, both run as an eager region (capture's `autograd` graph break).
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-                  bool create_graph);
+                  bool create_graph, std::source_location where = std::source_location::current());
 
 // torch.autograd.grad: gradients of `outputs` w.r.t. `inputs` without touching .grad.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
-                         bool create_graph = false);
+                         bool create_graph = false, std::source_location where = std::source_location::current());
 
 }  // namespace kiln

@@ -13,7 +13,7 @@ namespace kiln {
 
 struct ExplainOutput {
   struct Break {
-    std::string kind;  // item, bool, elements, disable, print, unsupported_op
+    std::string kind;  // item, bool, elements, disable, print, unsupported_op, autograd
     std::string reason;
     capture::SourceSite site;
   };

@@ -22,6 +22,7 @@ std::string_view break_kind_name(BreakKind k) {
     case BreakKind::Disable: return "disable";
     case BreakKind::Print: return "print";
     case BreakKind::UnsupportedOp: return "unsupported_op";
+    case BreakKind::Autograd: return "autograd";
   }
   return "?";
 }
@@ -191,6 +192,15 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
   }
   KILN_LOG(LogChannel::Capture, "{}: recorded {} at {} (graph {}, op {})", options_.function, op.name, site.str(),
            trace_.segments.size() + 1, open_.graph.num_op_nodes());
+}
+
+std::vector<Tensor> Recorder::autograd_call(std::string_view what, const std::source_location& where,
+                                            const Region& run, const std::vector<Tensor>& inputs) {
+  return eager_region(BreakKind::Autograd,
+                      fmt::format("{} runs the autograd engine, which a graph cannot hold: it runs eagerly on every "
+                                  "call (compute the loss in the compiled function and call backward() outside it "
+                                  "to keep one graph)", what),
+                      SourceSite::from(where), run, inputs);
 }
 
 void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>& outputs, const std::string& reason) {

@@ -31,7 +31,7 @@ struct TraceValue {
   int written_back_to = -1;            // Op: the in-place op's result that is a new version of this value id
 };
 
-enum class BreakKind : uint8_t { Item, Bool, Elements, Disable, Print, UnsupportedOp };
+enum class BreakKind : uint8_t { Item, Bool, Elements, Disable, Print, UnsupportedOp, Autograd };
 std::string_view break_kind_name(BreakKind k);
 
 // One graph of the trace: its inputs and outputs as trace value ids, in graph input/output order.

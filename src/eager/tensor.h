@@ -110,7 +110,8 @@ class Tensor {
   const std::shared_ptr<Node>& grad_fn() const;
   bool is_leaf() const;
   // Runs backward from this tensor; `gradient` defaults to ones for a single-element tensor.
-  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,
+                std::source_location where = std::source_location::current()) const;
   Tensor detach() const;  // shares storage, no history
   // Hook called with the gradient w.r.t. this tensor; may return a replacement (or an undefined Tensor to keep it).
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;

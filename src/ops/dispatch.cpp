@@ -181,6 +181,11 @@ std::vector<Tensor> dispatch_observed(const OpCall& call, EagerCallObserver* obs
 }
 }  // namespace
 
+std::vector<Tensor> run_autograd_call(std::string_view what, const std::source_location& where,
+                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs) {
+  return t_eager_observer ? t_eager_observer->autograd_call(what, where, run, inputs) : run(inputs);
+}
+
 EagerCallObserver* set_eager_call_observer(EagerCallObserver* o) {
   EagerCallObserver* previous = t_eager_observer;
   t_eager_observer = o;

@@ -2,7 +2,10 @@
 // answers shape inference for meta tensors, and hands calls that need autograd history to the installed
 // AutogradHook. Every op call goes through here.
 #pragma once
+#include <functional>
 #include <map>
+#include <source_location>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -73,11 +76,21 @@ AutogradHook* set_autograd_hook(AutogradHook* hook);
 // observer may throw (fullgraph). Costs one thread-local load per call when none is installed.
 class EagerCallObserver {
  public:
+  using Region = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   virtual ~EagerCallObserver() = default;
   virtual void observe(const OpCall& call, const std::vector<Tensor>& outputs) = 0;
+  // An autograd engine call (`what`: "Tensor::backward()", "kiln::grad()") at the user's `where`: `run` on
+  // `inputs` does it. Its VJP calls must not be observed as ops of the caller's code; capture runs it as an eager
+  // region (a graph break that runs it on every call).
+  virtual std::vector<Tensor> autograd_call(std::string_view what, const std::source_location& where,
+                                            const Region& run, const std::vector<Tensor>& inputs) = 0;
 };
 // Installs `o` on this thread (null removes it); returns the previous observer.
 EagerCallObserver* set_eager_call_observer(EagerCallObserver* o);
+
+// Runs an autograd engine call: through this thread's observer when one is installed, else directly.
+std::vector<Tensor> run_autograd_call(std::string_view what, const std::source_location& where,
+                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs);
 
 // Allocates contiguous outputs for `call` from its infer function (kernels use this).
 std::vector<Tensor> alloc_outputs(const OpCall& call);
