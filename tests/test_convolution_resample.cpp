@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "ops/api.h"
+#include "repro/isolate.h"
 
 namespace kiln {
 namespace {
@@ -71,6 +74,21 @@ TEST(ConvolutionRefusals, TransposedThreeDAndBilinearU8SayWhy) {
   EXPECT_NE(error_of([&] { upsample_bilinear2d(img, {4, 4}, false); }).find("expected a floating input, got u8"),
             std::string::npos);
   EXPECT_EQ(upsample_nearest2d(img, {4, 4}).dtype(), DType::U8);  // ATen's CPU kernel takes u8 here
+}
+
+// The minifier and the fuzzer judge graphs in forked children on one thread; a conv2d its parent ran on two
+// threads must run there too (oneDNN primitives are built per thread count: a primitive of the parent's
+// starts a two-thread OpenMP team, which hangs after fork).
+TEST(Conv2d, RunsInAForkedChildAfterItsParentRanIt) {
+  const Tensor x = to(random_tensor({1, 8, 32, 32}, 7), DType::F32), w = to(random_tensor({8, 8, 3, 3}, 8), DType::F32);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const Tensor parent = conv2d(x, w, Tensor(), {1, 1}, {1, 1});
+  omp_set_num_threads(threads);
+  IsolatedResult r = run_isolated([&] { return std::to_string(sum(conv2d(x, w, Tensor(), {1, 1}, {1, 1})).item<double>()); },
+                                  20.0);
+  EXPECT_EQ(r.kind, FailureKind::None) << r.payload;
+  EXPECT_NEAR(std::stod(r.payload), sum(parent).item<double>(), 1e-2);
 }
 
 TEST(Argsort, IsStableAndPutsNaNAboveEveryNumber) {

@@ -5,6 +5,7 @@
 
 #if KILN_HAVE_DNNL
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <map>
 #include <mutex>
@@ -32,9 +33,12 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// A primitive is built for the thread count of its creation and runs an OpenMP team of that size: keyed by it,
+// a forked child (one thread, repro/isolate.cpp; GNU OpenMP's pool does not survive fork) builds its own
+// instead of starting a team of its parent's size, which hangs.
 std::vector<int64_t> key_of(const DnnlConv2d& g, bool bias) {
   return {g.N, g.C, g.H, g.W, g.OC, g.KH, g.KW, g.OH, g.OW, g.groups, g.stride[0], g.stride[1], g.padding[0],
-          g.padding[1], g.dilation[0], g.dilation[1], bias};
+          g.padding[1], g.dilation[0], g.dilation[1], bias, omp_get_max_threads()};
 }
 
 Prepared prepare(const DnnlConv2d& g, bool bias) {
