@@ -173,6 +173,34 @@ void BM_mlp(benchmark::State& state) {
   run_case(state, g, true);  // the matrix products dominate the time
 }
 
+// inductor/conv_<kind>: one f32 conv2d with bias of each kind real CNNs use, the shapes of
+// bench/peer_torch_conv.py (which times PyTorch eager and torch.compile on them). conv2d runs extern.
+struct ConvKind {
+  const char* name;
+  int64_t n, c, h, w, out, k, stride, pad, groups;
+};
+constexpr ConvKind kConvKinds[] = {
+    {"depthwise7x7", 1, 96, 56, 56, 96, 7, 1, 3, 96},  {"pointwise1x1", 1, 64, 56, 56, 256, 1, 1, 0, 1},
+    {"3x3", 1, 64, 56, 56, 64, 3, 1, 1, 1},            {"strided3x3", 1, 64, 56, 56, 128, 3, 2, 1, 1},
+    {"grouped3x3", 1, 128, 28, 28, 128, 3, 1, 1, 4},
+};
+std::string conv_text(const ConvKind& k) {
+  const int64_t oh = (k.h + 2 * k.pad - k.k) / k.stride + 1, ow = (k.w + 2 * k.pad - k.k) / k.stride + 1;
+  return fmt::format("graph conv(%x: f32[{n}, {c}, {h}, {w}], %wt: f32[{o}, {cg}, {k}, {k}], %b: f32[{o}]) {{\n"
+                     "  %y = conv2d(%x, %wt, %b, [{s}, {s}], [{p}, {p}], [1, 1], {g}) : f32[{n}, {o}, {oh}, {ow}]\n"
+                     "  return %y\n}}\n",
+                     fmt::arg("n", k.n), fmt::arg("c", k.c), fmt::arg("h", k.h), fmt::arg("w", k.w),
+                     fmt::arg("o", k.out), fmt::arg("cg", k.c / k.groups), fmt::arg("k", k.k), fmt::arg("s", k.stride),
+                     fmt::arg("p", k.pad), fmt::arg("g", k.groups), fmt::arg("oh", oh), fmt::arg("ow", ow));
+}
+const bool kConvKindsRegistered = [] {
+  for (const ConvKind& k : kConvKinds)
+    benchmark::RegisterBenchmark(fmt::format("inductor/conv_{}", k.name).c_str(), [k](benchmark::State& state) {
+      run_case(state, parse(conv_text(k)), false);
+    })->UseRealTime()->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
 void BM_compile_chain100_cold(benchmark::State& state) {
   graph::Graph g = parse(chain_text(100, 1 << 20));
   CompileOptions opts;

@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(build-essential cmake ninja-build git pkg-config
           llvm-19-dev clang-19 libclang-rt-19-dev libomp-19-dev
           libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
-          libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev libboost-graph-dev libminizip-dev python3 python3-numpy
+          libopenblas-openmp-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libboost-graph-dev libminizip-dev python3 python3-numpy
           python3-torch chromium)  # python3-torch (PyTorch 1.13): the tests run the scripts `--emit torch`
                                    # writes (eager only); chromium: headless, renders `kiln bench report`'s page
 missing=()

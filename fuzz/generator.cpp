@@ -38,7 +38,7 @@ bool one_of(std::string_view s, std::initializer_list<std::string_view> names) {
 
 // What the argument drawing of one node knows so far.
 struct NodeContext {
-  bool spatial = false;  // the op takes image geometry (a `stride` or `kernel_size` argument): NCHW tensors
+  bool spatial = false;  // the op takes image geometry (`stride`, `kernel_size`, `output_size`): NCHW tensors
   std::optional<TensorMeta> first, previous;  // the first and the latest tensor argument
   IntList last_ints;                          // the latest int[] argument (as_strided's size before its stride)
   int64_t rank() const { return first ? int64_t(first->sizes.size()) : 0; }
@@ -366,6 +366,8 @@ class Builder {
     if (n == "kernel_size") return IntList(2, c().in_range(1, 3));
     if (n == "padding") return IntList(2, c().chance(40) ? 1 : 0);
     if (n == "dilation") return IntList(2, c().chance(30) ? 2 : 1);
+    if (n == "output_padding") return IntList(2, c().chance(20) ? 1 : 0);  // convolution (transposed)
+    if (n == "output_size") return small_ints(2, 1, 6);                     // upsample_*2d
     // Convolution backward (stride 1, no padding, no dilation): the forward's input size from the gradient
     // [N, O, Ho, Wo] and the weight [O, C, k, k]; the weight size from the gradient and the input [N, C, H, W].
     if (one_of(n, {"input_size", "weight_size"}) && ctx.first && ctx.previous && ctx.first->sizes.size() == 4 &&
@@ -445,7 +447,7 @@ class Builder {
     for (int attempt = 0; attempt < o_.attempts_per_node; ++attempt) {
       const size_t first_new = g_.nodes().size();
       NodeContext ctx;
-      for (const ArgSpec& a : op.schema.args) ctx.spatial |= one_of(a.name, {"stride", "kernel_size"});
+      for (const ArgSpec& a : op.schema.args) ctx.spatial |= one_of(a.name, {"stride", "kernel_size", "output_size"});
       std::vector<Arg> args;
       for (const ArgSpec& a : op.schema.args) args.push_back(draw_arg(op, a, ctx));
       if (o_.domains) guard_arguments(op, args);

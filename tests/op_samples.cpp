@@ -459,6 +459,12 @@ void add_reductions(SampleTable& t) {
       if (chance(25)) b.kwarg("dtype", DType::F64);
     }));
   }
+  t.emplace("cumsum", from_recipe([](SampleBuilder& b) {
+    Shape s = b.shape();
+    b.arg(b.tensor(s));
+    b.arg(any_dim(int64_t(s.size())));
+    if (chance(25)) b.kwarg("dtype", DType::F64);
+  }));
   t.emplace("prod", from_recipe([](SampleBuilder& b) {
     Shape s = b.shape();
     Domain d = in_range(-1.3, 1.3);
@@ -1084,6 +1090,44 @@ void add_nn(SampleTable& t) {
     b.arg(g.dilation);
     b.arg(g.groups);
   }));
+  t.emplace("convolution", from_recipe([](SampleBuilder& b) {
+    // 1-D, 2-D or 3-D, maybe transposed (1-D and 2-D) and grouped; every output size positive.
+    const int64_t dims = draw_int(1, 3), groups = draw_int(1, 2);
+    const bool transposed = dims < 3 && chance(40);
+    const int64_t cin = groups * draw_int(1, 2), cout = groups * draw_int(1, 2);
+    Shape input{draw_int(1, 2), cin};
+    Shape weight = transposed ? Shape{cin, cout / groups} : Shape{cout, cin / groups};
+    IntList stride, padding, dilation, output_padding;
+    for (int64_t i = 0; i < dims; ++i) {
+      const int64_t k = draw_int(1, 3), s = draw_int(1, 2), d = draw_int(1, 2), span = d * (k - 1) + 1;
+      const int64_t p = transposed ? (span >= 3 && chance(50) ? 1 : 0) : draw_int(0, 1);
+      input.push_back(transposed ? draw_int(1, 3) : std::max<int64_t>(1, span - 2 * p) + draw_int(0, 2));
+      weight.push_back(k);
+      stride.push_back(s);
+      padding.push_back(p);
+      dilation.push_back(d);
+      output_padding.push_back(transposed && chance(30) ? std::max(s, d) - 1 : 0);
+    }
+    b.arg(b.tensor(input));
+    b.arg(b.tensor(weight));
+    b.arg(chance(60) ? IValue(b.tensor({transposed ? cout : weight[0]})) : none());
+    b.arg(stride);
+    b.arg(padding);
+    b.arg(dilation);
+    b.arg(transposed);
+    b.arg(output_padding);
+    b.arg(groups);
+  }));
+  for (const char* name : {"upsample_nearest2d", "upsample_bilinear2d"}) {
+    t.emplace(name, from_recipe([name](SampleBuilder& b) {
+      b.arg(b.tensor({dim_size(0, 2), draw_int(1, 2), draw_int(1, 4), draw_int(1, 4)}));
+      b.arg(IntList{draw_int(1, 6), draw_int(1, 6)});
+      if (std::string_view(name) == "upsample_bilinear2d") b.arg(chance(50));
+      const bool scales = chance(30);
+      b.arg(scales ? IValue(pick<double>({0.5, 1.5, 2.0})) : none());
+      b.arg(scales ? IValue(pick<double>({0.5, 1.5, 2.0})) : none());
+    }));
+  }
   t.emplace("max_pool2d", from_recipe([](SampleBuilder& b) {
     Shape hw = {dim_size(1, 5), dim_size(1, 5)};
     PoolGeometry g = pool_geometry(hw, true);
@@ -1198,6 +1242,12 @@ void add_non_differentiable(SampleTable& t) {
       b.arg(chance(50));
     }));
   }
+  t.emplace("argsort", from_recipe([](SampleBuilder& b) {  // ties too: kiln's sort is stable
+    Shape s = b.shape();
+    b.arg(typed_tensor(b, s, any_dtype(), true));
+    b.arg(any_dim(int64_t(s.size())));
+    b.arg(chance(50));
+  }));
   for (const char* name : {"any", "all"}) {
     t.emplace(name, from_recipe([](SampleBuilder& b) {
       Shape s = b.shape();

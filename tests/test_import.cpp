@@ -65,6 +65,13 @@ std::string& entry(std::vector<std::pair<std::string, std::string>>& entries, co
   kiln::Tensor a = kiln::read_npy(actual_file.string()), e = kiln::read_npy(expected_file.string());
   if (a.sizes() != e.sizes() || a.dtype() != e.dtype())
     return ::testing::AssertionFailure() << actual_file << " has another shape or dtype than " << expected_file;
+  if (a.dtype() == kiln::DType::I64) {  // indices (topk's): exactly PyTorch's
+    for (int64_t i = 0; i < a.numel(); ++i)
+      if (a.data<int64_t>()[i] != e.data<int64_t>()[i])
+        return ::testing::AssertionFailure() << "element " << i << ": kiln " << a.data<int64_t>()[i] << ", PyTorch "
+                                             << e.data<int64_t>()[i];
+    return ::testing::AssertionSuccess();
+  }
   const float* x = a.data<float>();
   const float* y = e.data<float>();
   for (int64_t i = 0; i < a.numel(); ++i)
@@ -116,10 +123,15 @@ TEST_F(Import, EveryFixtureImportsAndMatchesPyTorchOnEagerAndInductor) {
       CliResult run = kiln_cli("run '" + kir.string() + "' --inputs '" + path("out") + "' --backend " + backend +
                                " --dump '" + dump.string() + "'");
       ASSERT_EQ(run.exit_code, 0) << backend << ":\n" << run.output;
-      EXPECT_TRUE(close_to(dump / "output_0.npy", fixtures() / (stem + ".expected") / "output_0.npy")) << backend;
+      int outputs = 0;
+      for (const auto& expected : fs::directory_iterator(fixtures() / (stem + ".expected"))) {
+        ++outputs;
+        EXPECT_TRUE(close_to(dump / expected.path().filename(), expected.path())) << backend;
+      }
+      EXPECT_GE(outputs, 1);
     }
   }
-  EXPECT_GE(archives, 5);
+  EXPECT_GE(archives, 7);
 }
 
 TEST_F(Import, WritesTheGraphAndOneNpyPerWeightAndNothingElse) {
@@ -305,8 +317,9 @@ TEST(ImportCoverage, ListsExactlyTheCoreAtenOpsWithoutARow) {
   EXPECT_EQ(std::stoi(m[1]), missing);
   EXPECT_EQ(std::stoi(m[2]), core);
   EXPECT_GT(core, 150);
-  EXPECT_NE(r.output.find("  aten.cumsum.default\n"), std::string::npos);  // not in kiln yet
-  EXPECT_EQ(r.output.find("aten.addmm.default"), std::string::npos);         // imported
+  EXPECT_NE(r.output.find("  aten.avg_pool3d.default\n"), std::string::npos);  // not in kiln yet
+  EXPECT_EQ(r.output.find("aten.addmm.default"), std::string::npos);            // imported
+  EXPECT_EQ(r.output.find("aten.cumsum.default"), std::string::npos);           // imported since issue 21's rows
   EXPECT_EQ(kiln_cli("ops --coverage --missing").exit_code, 2);
 }
 

@@ -244,3 +244,87 @@ TEST_F(ImportOps, CopyScatterValueFillAndReflectionPad) {
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<float> floats_of(const kiln::Tensor& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+std::vector<int64_t> ints_of(const kiln::Tensor& t) { return {t.data<int64_t>(), t.data<int64_t>() + t.numel()}; }
+
+}  // namespace
+
+TEST_F(ImportOps, SortAndTopkAreAStableArgsortAndGather) {
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({3, 1, 2, 1}, {4});
+  CliResult r = import_one("torch.ops.aten.sort.default", {{"x", x}},
+                           {{"self", tensor_arg("x")}, {"descending", {{"as_bool", true}}}}, {meta(7, {4}), meta(5, {4})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string backend : {"eager", "inductor"}) {
+    std::vector<kiln::Tensor> y = run(backend, 2);
+    ASSERT_EQ(y.size(), 2u);
+    EXPECT_EQ(floats_of(y[0]), (std::vector<float>{3, 2, 1, 1})) << backend;
+    EXPECT_EQ(ints_of(y[1]), (std::vector<int64_t>{0, 2, 1, 3})) << backend;  // equal values keep their order
+  }
+  r = import_one("torch.ops.aten.topk.default", {{"x", x}},
+                 {{"self", tensor_arg("x")}, {"k", {{"as_int", 2}}}, {"largest", {{"as_bool", false}}}},
+                 {meta(7, {2}), meta(5, {2})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<kiln::Tensor> y = run("inductor", 2);
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1, 1}));
+  EXPECT_EQ(ints_of(y[1]), (std::vector<int64_t>{1, 3}));
+  r = import_one("torch.ops.aten.topk.default", {{"x", x}}, {{"self", tensor_arg("x")}, {"k", {{"as_int", 5}}}},
+                 {meta(7, {5}), meta(5, {5})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("k (5) is out of range for dim -1 of size 4"), std::string::npos) << r.output;
+}
+
+TEST_F(ImportOps, UpsampleVecTakesTheScaleFactorsAsATenDoes) {
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  // H: 2 * 2.0 = 4 rows (0, 0, 1, 1); W: 2 * 1.5 = 3 columns read at floor(o / 1.5) = 0, 0, 1.
+  CliResult r = import_one("torch.ops.aten.upsample_nearest2d.vec", {{"x", x}},
+                           {{"input", tensor_arg("x")}, {"output_size", {{"as_none", true}}},
+                            {"scale_factors", {{"as_floats", {2.0, 1.5}}}}},
+                           {meta(7, {1, 1, 4, 3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string backend : {"eager", "inductor"}) {
+    std::vector<kiln::Tensor> y = run(backend, 1);
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4})) << backend;
+  }
+  r = import_one("torch.ops.aten.upsample_bilinear2d.vec", {{"x", x}},
+                 {{"input", tensor_arg("x")}, {"output_size", {{"as_ints", {1, 1}}}}, {"align_corners", {{"as_bool", true}}},
+                  {"scale_factors", {{"as_none", true}}}},
+                 {meta(7, {1, 1, 1, 1})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<kiln::Tensor> y = run("inductor", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1}));  // align_corners to 1x1 reads the corner
+}
+
+TEST_F(ImportOps, TransposedConvolutionOfTheExportIRSpreadsByTheStride) {
+  // Every input pixel stamps the 2x2 kernel of ones on its own 2x2 block of the output (stride 2).
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  kiln::Tensor w = kiln::Tensor::from_vector<float>({1, 1, 1, 1}, {1, 1, 2, 2});
+  CliResult r = import_one("torch.ops.aten.conv_transpose2d.input", {{"x", x}, {"w", w}},
+                           {{"input", tensor_arg("x")}, {"weight", tensor_arg("w")}, {"stride", {{"as_ints", {2, 2}}}}},
+                           {meta(7, {1, 1, 4, 4})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string backend : {"eager", "inductor"}) {
+    std::vector<kiln::Tensor> y = run(backend, 1);
+    ASSERT_EQ(y.size(), 1u);
+    EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4})) << backend;
+  }
+}
+
+TEST_F(ImportOps, NonFiniteFloatsAreReadAsTorchExportWritesThem) {
+  // torch/_export/serde writes inf and nan as strings (scaled_dot_product_attention's causal mask has -inf).
+  CliResult r = import_one("torch.ops.aten.full.default", {},
+                           {{"size", {{"as_ints", {3}}}}, {"fill_value", {{"as_float", "-Infinity"}}}}, {meta(7, {3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<kiln::Tensor> y = run("eager", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(floats_of(y[0]), (std::vector<float>(3, -INFINITY)));
+  r = import_one("torch.ops.aten.full.default", {}, {{"size", {{"as_ints", {3}}}}, {"fill_value", {{"as_float", "lots"}}}},
+                 {meta(7, {3})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("does not follow torch.export's schema"), std::string::npos) << r.output;
+}

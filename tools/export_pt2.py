@@ -4,8 +4,9 @@ run on and PyTorch's outputs for them, so the imported graph can be checked agai
 
     # your own model: a Python expression for the module and one input spec per forward argument
     python3 tools/export_pt2.py --model 'mypkg.models:make_model()' --input f32:1,3,32,32 --out out/ --name net
-    # kiln's committed CI fixtures (tests/fixtures/pt2/), with random weights
+    # kiln's committed CI fixtures (tests/fixtures/pt2/), with random weights (all, or those named)
     python3 tools/export_pt2.py --fixtures --out tests/fixtures/pt2
+    python3 tools/export_pt2.py --fixtures unet ranker --out tests/fixtures/pt2
     # the Core ATen op list (ops tagged torch.Tag.core) behind `kiln ops --coverage`
     python3 tools/export_pt2.py --core-aten-ops src/import/core_aten_ops.txt
 
@@ -110,15 +111,54 @@ class TinyTransformerBlock(torch.nn.Module):
         return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
 
 
-def write_fixtures(out: Path) -> None:
+class TinyUNet(torch.nn.Module):
+    """Down (conv, max pool), up (transposed convolution, nearest upsampling), bilinear resize to another size."""
+
+    def __init__(self):
+        super().__init__()
+        self.down1, self.down2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.up = torch.nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.head = torch.nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        x = torch.relu(self.down2(torch.nn.functional.max_pool2d(torch.relu(self.down1(x)), 2)))
+        x = torch.nn.functional.interpolate(torch.relu(self.up(x)), scale_factor=2.0, mode="nearest")
+        return torch.nn.functional.interpolate(self.head(x), size=(20, 12), mode="bilinear", align_corners=False)
+
+
+class TinyRanker(torch.nn.Module):
+    """A 1-D convolution over the sequence, causal scaled-dot-product attention, a running sum, top-k and sort."""
+
+    def __init__(self, d=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.conv = torch.nn.Conv1d(d, d, 3, padding=1)
+        self.qkv, self.score = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, 1)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        x = x + self.conv(x.transpose(1, 2)).transpose(1, 2)
+        q, k, v = (t.reshape(b, s, self.heads, d // self.heads).transpose(1, 2) for t in self.qkv(x).split(d, -1))
+        att = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = torch.cumsum(att.transpose(1, 2).reshape(b, s, d), dim=1)
+        scores = self.score(x).squeeze(-1)
+        top_values, top_indices = torch.topk(scores, 3, dim=-1)
+        return x, top_values, top_indices, torch.sort(scores, dim=-1, descending=True).values
+
+
+def write_fixtures(out: Path, only=()) -> None:
     torch.manual_seed(20261125)
     ids = torch.randint(0, 50, (2, 8))
     ids[0, -2:] = 0  # padding tokens
     cases = {"mlp": (TinyMLP(), (torch.randn(4, 16),)),
              "cnn": (SmallCNN(), (torch.randn(2, 3, 16, 16),)),
              "transformer": (TinyTransformerBlock(), (ids,))}
+    torch.manual_seed(20261126)  # the fixtures added later draw from their own seed
+    cases["unet"] = (TinyUNet(), (torch.randn(1, 3, 16, 16),))
+    cases["ranker"] = (TinyRanker(), (torch.randn(2, 8, 16),))
     for name, (model, inputs) in cases.items():
-        print("wrote", export_model(model, inputs, out, name))
+        if not only or name in only:
+            print("wrote", export_model(model, inputs, out, name))
 
 
 def write_core_aten_ops(path: Path) -> None:
@@ -153,20 +193,21 @@ def main() -> int:
     p.add_argument("--name", default="model")
     p.add_argument("--out", type=Path, default=Path("."))
     p.add_argument("--no-decompose", action="store_true", help="save the export IR, not Core ATen")
-    p.add_argument("--fixtures", action="store_true", help="write kiln's CI fixtures to --out")
+    p.add_argument("--fixtures", nargs="*", metavar="NAME", help="write kiln's CI fixtures (all, or those named) "
+                   "to --out")
     p.add_argument("--core-aten-ops", type=Path, metavar="FILE", help="write the Core ATen op list to FILE")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
     if a.core_aten_ops:
         write_core_aten_ops(a.core_aten_ops)
-    if a.fixtures:
-        write_fixtures(a.out)
+    if a.fixtures is not None:
+        write_fixtures(a.out, a.fixtures)
     if a.model:
         torch.manual_seed(a.seed)
         module_name, _, expr = a.model.partition(":")
         model = eval(expr, vars(importlib.import_module(module_name)))
         print("wrote", export_model(model, [parse_input(s) for s in a.input], a.out, a.name, not a.no_decompose))
-    if not (a.core_aten_ops or a.fixtures or a.model):
+    if not (a.core_aten_ops or a.fixtures is not None or a.model):
         p.error("nothing to do: give --model, --fixtures or --core-aten-ops")
     return 0
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -40,6 +41,16 @@ std::pair<std::string, const json*> union_field(const json& a) {
 }  // namespace
 
 std::optional<DType> dtype_from_serialized(int64_t scalar_type) { return dtype_of_scalar_type(scalar_type); }
+
+double float_from_serialized(const json& v) {
+  if (v.is_string()) {  // torch/_export/serde writes non-finite floats as these strings
+    const std::string& s = v.get_ref<const std::string&>();
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  }
+  return v.get<double>();  // any other string: json's type error, reported as a schema error
+}
 
 AtenNode::AtenNode(const json& node, std::string target, graph::Graph& g,
                    const std::function<ValueId(const std::string&)>& value_of, std::vector<std::string> output_names)
@@ -110,7 +121,7 @@ Arg AtenNode::convert(std::string_view name, const json& a, const ArgSpec& spec)
     return l;
   }
   if (kind == "as_int") return Scalar(v->get<int64_t>());
-  if (kind == "as_float") return Scalar(v->get<double>());
+  if (kind == "as_float") return Scalar(float_from_serialized(*v));
   if (kind == "as_bool") return Scalar(v->get<bool>());
   if (kind == "as_sym_int") return Scalar(sym_int(*v));
   if (kind == "as_string") return v->get<std::string>();
@@ -358,7 +369,7 @@ void add_nn(Rows& r) {
   r["native_layer_norm.default"] = {[](AtenNode& n) {
     // (out, mean, rstd); the statistics over the normalized dims, kept as size-1 dims, as ATen returns them.
     std::vector<int64_t> normalized = n.ints_or("normalized_shape", {});
-    double eps = n.has("eps") ? n.arg("eps").at("as_float").get<double>() : 1e-5;
+    double eps = n.has("eps") ? float_from_serialized(n.arg("eps").at("as_float")) : 1e-5;
     ValueId out = n.forward("layer_norm").at(0);
     IntList dims = last_dims(normalized.size());
     ValueId mean = n.emit1("mean", {{"self", n.tensor("input")}, {"dim", dims}, {"keepdim", Scalar(true)}});
@@ -382,13 +393,7 @@ void add_nn(Rows& r) {
   }};
   r["dropout.default"] = same("dropout");
   r["conv2d.default"] = same("conv2d");
-  r["convolution.default"] = {[](AtenNode& n) {
-    require(n, !n.bool_or("transposed", false), "transposed convolution is not in kiln yet (kiln has conv2d)");
-    std::vector<int64_t> stride = n.ints_or("stride", {1, 1});
-    require(n, stride.size() == 2, fmt::format("a {}-D convolution is not in kiln yet (kiln has conv2d)", stride.size()));
-    for (int64_t p : n.ints_or("output_padding", {})) require(n, p == 0, "output_padding is not supported");
-    return n.forward("conv2d", {}, {"transposed", "output_padding"});
-  }};
+  r["convolution.default"] = same("convolution");
   r["max_pool2d.default"] = same("max_pool2d");
   r["max_pool2d_with_indices.default"] = {[](AtenNode& n) {
     return std::vector<ValueId>{n.forward("max_pool2d").at(0), graph::kNoValue};  // the indices: not computed
@@ -532,6 +537,92 @@ void add_core_structured(Rows& r) {
 }
 
 
+// The export IR's convolutions of one kind (conv1d, conv3d, conv_transpose*d) as kiln's general convolution.
+void add_convolutions(Rows& r) {
+  for (const char* op : {"conv1d.default", "conv3d.default"})
+    r[op] = {[](AtenNode& n) {
+      return std::vector<ValueId>{n.emit1("convolution", {
+          {"input", n.tensor("input")}, {"weight", n.tensor("weight")}, {"bias", n.has("bias") ? n.tensor("bias") : Arg()},
+          {"stride", IntList(n.ints_or("stride", {1}))}, {"padding", IntList(n.ints_or("padding", {0}))},
+          {"dilation", IntList(n.ints_or("dilation", {1}))}, {"transposed", Scalar(false)},
+          {"output_padding", IntList{0}}, {"groups", Scalar(n.int_or("groups", 1))}})};
+    }};
+  for (const char* op : {"conv_transpose1d.default", "conv_transpose2d.input", "conv_transpose3d.input"})
+    r[op] = {[](AtenNode& n) {
+      return std::vector<ValueId>{n.emit1("convolution", {
+          {"input", n.tensor("input")}, {"weight", n.tensor("weight")}, {"bias", n.has("bias") ? n.tensor("bias") : Arg()},
+          {"stride", IntList(n.ints_or("stride", {1}))}, {"padding", IntList(n.ints_or("padding", {0}))},
+          {"dilation", IntList(n.ints_or("dilation", {1}))}, {"transposed", Scalar(true)},
+          {"output_padding", IntList(n.ints_or("output_padding", {0}))}, {"groups", Scalar(n.int_or("groups", 1))}})};
+    }};
+}
+
+// The `scale_factors` of an upsample .vec overload (None, or one factor per spatial dim).
+std::optional<std::vector<double>> scale_factors(AtenNode& n) {
+  if (!n.has("scale_factors")) return std::nullopt;
+  const json& a = n.arg("scale_factors");
+  require(n, a.contains("as_floats"), fmt::format("argument 'scale_factors' is {}, expected a list of floats", a.dump()));
+  std::vector<double> factors;
+  for (const json& f : a.at("as_floats")) factors.push_back(float_from_serialized(f));
+  return factors;
+}
+
+// ATen's upsample_*2d.vec: the output size given, or each input size times its factor (truncated), and the
+// factors passed on as scales_h / scales_w.
+std::vector<std::pair<std::string, Arg>> upsample_args(AtenNode& n) {
+  const Shape in = n.graph().value(id_of(n.tensor("input"))).meta.sizes;  // a copy: emit grows the graph
+  const std::optional<std::vector<double>> factors = scale_factors(n);
+  IntList size = n.ints_or("output_size", {});
+  require(n, in.size() == 4, fmt::format("expects a 4-D input [N, C, H, W], got {}", shape_str(in)));
+  require(n, !size.empty() || (factors && factors->size() == 2),
+          "expects an output_size or two scale_factors, and got neither");
+  if (size.empty())
+    for (size_t d = 0; d < 2; ++d) size.push_back(int64_t(double(in[2 + d]) * (*factors)[d]));
+  std::vector<std::pair<std::string, Arg>> args = {{"self", n.tensor("input")}, {"output_size", size}};
+  if (factors && factors->size() == 2)
+    args.insert(args.end(), {{"scales_h", Scalar((*factors)[0])}, {"scales_w", Scalar((*factors)[1])}});
+  return args;
+}
+
+// sort, topk (values, indices) as argsort and gather; topk keeps the first k of the sorted order.
+void add_sorts(Rows& r) {
+  r["cumsum.default"] = same("cumsum");
+  for (const char* op : {"sort.default", "sort.stable"})
+    r[op] = {[](AtenNode& n) {
+      const Arg self = n.tensor("self");
+      const int64_t dim = n.int_or("dim", -1);
+      ValueId indices = n.emit1("argsort", {{"self", self}, {"dim", Scalar(dim)},
+                                            {"descending", Scalar(n.bool_or("descending", false))}});
+      ValueId values = n.emit1("gather", {{"self", self}, {"dim", Scalar(dim)}, {"index", as_arg(indices)}});
+      return std::vector<ValueId>{values, indices};
+    }, true};
+  r["topk.default"] = {[](AtenNode& n) {
+    const Arg self = n.tensor("self");
+    const Shape in = n.graph().value(id_of(self)).meta.sizes;
+    const int64_t dim = n.int_or("dim", -1), k = n.int_or("k", 0);
+    const int64_t d = dim < 0 ? dim + std::max<int64_t>(int64_t(in.size()), 1) : dim;
+    const int64_t size = in.empty() ? 1 : (d >= 0 && d < int64_t(in.size()) ? in[size_t(d)] : -1);
+    require(n, size >= 0, fmt::format("dim {} is out of range for an input of {} dims", dim, in.size()));
+    require(n, k >= 0 && k <= size, fmt::format("k ({}) is out of range for dim {} of size {}", k, dim, size));
+    ValueId order = n.emit1("argsort", {{"self", self}, {"dim", Scalar(dim)},
+                                        {"descending", Scalar(n.bool_or("largest", true))}});
+    ValueId indices = n.emit1("narrow", {{"self", as_arg(order)}, {"dim", Scalar(dim)}, {"start", Scalar(int64_t(0))},
+                                         {"length", Scalar(k)}});
+    ValueId values = n.emit1("gather", {{"self", self}, {"dim", Scalar(dim)}, {"index", as_arg(indices)}});
+    return std::vector<ValueId>{values, indices};
+  }, true};
+  r["upsample_nearest2d.default"] = same("upsample_nearest2d");
+  r["upsample_bilinear2d.default"] = same("upsample_bilinear2d");
+  r["upsample_nearest2d.vec"] = {[](AtenNode& n) {
+    return std::vector<ValueId>{n.emit1("upsample_nearest2d", upsample_args(n))};
+  }};
+  r["upsample_bilinear2d.vec"] = {[](AtenNode& n) {
+    std::vector<std::pair<std::string, Arg>> args = upsample_args(n);
+    args.emplace_back("align_corners", Scalar(n.bool_or("align_corners", false)));
+    return std::vector<ValueId>{n.emit1("upsample_bilinear2d", args)};
+  }};
+}
+
 // fmod, copy, scatter with a number and group norm, written with kiln ops.
 void add_core_copies_and_norms(Rows& r) {
   for (const char* overload : {"fmod.Tensor", "fmod.Scalar"}) {
@@ -581,7 +672,7 @@ void add_core_copies_and_norms(Rows& r) {
     const int64_t batch = n.int_or("N", 0), channels = n.int_or("C", 0), hw = n.int_or("HxW", 0);
     const int64_t groups = n.int_or("group", 1);
     require(n, groups > 0 && channels % groups == 0, "C must be a multiple of group");
-    double eps = n.has("eps") ? n.arg("eps").at("as_float").get<double>() : 1e-5;
+    double eps = n.has("eps") ? float_from_serialized(n.arg("eps").at("as_float")) : 1e-5;
     ValueId x = n.emit1("reshape", {{"self", n.tensor("input")}, {"shape", IntList{batch, groups, channels / groups * hw}}});
     ValueId y = n.emit1("layer_norm", {{"input", as_arg(x)}, {"normalized_shape", IntList{channels / groups * hw}},
                                        {"eps", Scalar(eps)}});
@@ -613,6 +704,8 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_core_pointwise(r);
     add_core_structured(r);
     add_core_copies_and_norms(r);
+    add_convolutions(r);
+    add_sorts(r);
     return r;
   }();
   return rows;

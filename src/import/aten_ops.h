@@ -61,6 +61,8 @@ struct AtenRow {
 };
 // kiln's dtype for torch.export's ScalarType number (schema.py), if kiln has one.
 std::optional<DType> dtype_from_serialized(int64_t scalar_type);
+// A float of the program: a JSON number, or "Infinity", "-Infinity", "NaN" (how torch.export writes those).
+double float_from_serialized(const nlohmann::json& v);
 
 // Keyed by "addmm.default" (the target without "torch.ops.aten.").
 const std::map<std::string, AtenRow, std::less<>>& aten_rows();

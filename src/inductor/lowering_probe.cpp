@@ -58,6 +58,10 @@ graph::Graph probe_graph(const OpInfo& op, const Variant& v) {
       args.push_back(default_arg(*a.default_value));
       continue;
     }
+    if (a.optional && !v.fill_optionals) {  // `Tensor? bias` without a default (convolution's): None
+      args.push_back(std::monostate{});
+      continue;
+    }
     switch (a.type) {
       case ArgType::Tensor:
         if (index_like) args.push_back(graph::TensorArg{tensor(DType::I64, {v.sizes[0]})});

@@ -107,6 +107,10 @@ Tensor logsumexp(const Tensor& x, IntList dim, bool keepdim = false, CallSite wh
 Tensor any(const Tensor& x, OptIntList dim = std::nullopt, bool keepdim = false, CallSite where = CallSite::current());
 Tensor all(const Tensor& x, OptIntList dim = std::nullopt, bool keepdim = false, CallSite where = CallSite::current());
 
+// scans and sorts
+Tensor cumsum(const Tensor& x, int64_t dim, OptDType dtype = std::nullopt, CallSite where = CallSite::current());
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false, CallSite where = CallSite::current());
+
 // matrix products
 Tensor mm(const Tensor& a, const Tensor& b, CallSite where = CallSite::current());
 Tensor bmm(const Tensor& a, const Tensor& b, CallSite where = CallSite::current());
@@ -188,6 +192,13 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = {}, IntList
               IntList padding = {0, 0}, IntList dilation = {1, 1}, int64_t groups = 1, CallSite where = CallSite::current());
 Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = {0, 0},
                   IntList dilation = {1, 1}, bool ceil_mode = false, CallSite where = CallSite::current());
+Tensor convolution(const Tensor& x, const Tensor& w, const Tensor& bias, IntList stride, IntList padding, IntList dilation,
+                   bool transposed, IntList output_padding, int64_t groups, CallSite where = CallSite::current());
+Tensor upsample_nearest2d(const Tensor& x, IntList output_size, std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt, CallSite where = CallSite::current());
+Tensor upsample_bilinear2d(const Tensor& x, IntList output_size, bool align_corners,
+                           std::optional<double> scales_h = std::nullopt, std::optional<double> scales_w = std::nullopt,
+                           CallSite where = CallSite::current());
 Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {}, IntList padding = {0, 0},
                   bool ceil_mode = false, bool count_include_pad = true, OptInt divisor_override = std::nullopt, CallSite where = CallSite::current());
 

@@ -1,4 +1,5 @@
-// Convolution and pooling: conv2d as im2col + GEMM (ops/blas.h), max_pool2d and avg_pool2d as direct loops over
+// Convolution and pooling: conv2d as im2col + GEMM (ops/blas.h; f32 forward through oneDNN where kiln has it,
+// ops/conv_dnnl.h), max_pool2d and avg_pool2d as direct loops over
 // the N*C planes, and the backward helper ops their VJPs call (kernels only, so gradients are first-order).
 // f16/bf16 compute in f32 and round once; shapes, output sizes and errors follow ATen.
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "eager/loops.h"
 #include "ops/blas.h"
 #include "ops/common.h"
+#include "ops/conv_dnnl.h"
 #include "ops/families.h"
 
 namespace kiln {
@@ -235,6 +237,11 @@ std::vector<TensorMeta> conv2d_infer(const OpCall& c) {
   return {contiguous_meta(conv2d_checked(c).output_shape(), c.tensor(0).dtype())};
 }
 
+DnnlConv2d dnnl_geometry(const ConvGeometry& g) {
+  return {g.N, g.C, g.H, g.W, g.OC, g.KH, g.KW, g.OH, g.OW, g.groups, {g.stride[0], g.stride[1]},
+          {g.padding[0], g.padding[1]}, {g.dilation[0], g.dilation[1]}};
+}
+
 std::vector<Tensor> conv2d_kernel(const OpCall& c) {
   const ConvGeometry g = conv2d_checked(c);
   const Tensor &x = c.tensor(0), &w = c.tensor(1);
@@ -243,6 +250,9 @@ std::vector<Tensor> conv2d_kernel(const OpCall& c) {
   Tensor xc = as_contiguous_dtype(x, cdt), wc = as_contiguous_dtype(w, cdt);
   Tensor bc = bias.defined() ? as_contiguous_dtype(bias, cdt) : Tensor();
   Tensor out = Tensor::empty(g.output_shape(), cdt);
+  if (cdt == DType::F32 && dnnl_conv2d_forward(dnnl_geometry(g), xc.data<float>(), wc.data<float>(),
+                                               bc.defined() ? bc.data<float>() : nullptr, out.data<float>()))
+    return {cast_back(out, x.dtype())};
   KILN_DISPATCH_FLOAT(cdt, [&](auto z) {
     using T = decltype(z);
     conv2d_forward<T>(g, xc.data<T>(), wc.data<T>(), bc.defined() ? bc.data<T>() : nullptr, out.data<T>());

@@ -13,6 +13,9 @@ void register_creation_ops();
 void register_random_ops();
 void register_nn_ops();
 void register_conv_ops();
+void register_convolution_ops();
+void register_scan_ops();
+void register_resample_ops();
 void register_inplace_ops();
 
 inline void register_all_families() {
@@ -25,6 +28,9 @@ inline void register_all_families() {
   register_random_ops();
   register_nn_ops();
   register_conv_ops();
+  register_convolution_ops();
+  register_scan_ops();
+  register_resample_ops();
   register_inplace_ops();
 }
 

@@ -1399,6 +1399,106 @@ def gen_avg_pool2d(ctx, op):
                "divisor_override 0", expect_error=True)
 
 
+# ---- scans, sorts, general convolution, resampling -------------------------------------------------------
+
+@gen("cumsum")
+def gen_cumsum(ctx, op):
+    fn = lambda self, dim, dtype=None: torch.cumsum(self, dim, dtype=dtype)
+    yield Case({"self": ctx.t([3, 4], "f32"), "dim": 1}, fn, "f32 dim 1")
+    yield Case({"self": ctx.t([2, 3, 4], "f64"), "dim": -3}, fn, "f64 negative dim")
+    yield Case({"self": ctx.t([6], "f16", -1, 1), "dim": 0}, fn, "f16")
+    yield Case({"self": ctx.t([6], "bf16", -1, 1), "dim": 0}, fn, "bf16")
+    yield Case({"self": ctx.ints([3, 4], -5, 5, "i32"), "dim": 0}, fn, "i32 sums to i64")
+    yield Case({"self": ctx.t([2, 4], "bool"), "dim": 1}, fn, "bool sums to i64")
+    yield Case({"self": ctx.t([3, 4], "f32"), "dim": 1, "dtype": torch.float64}, fn, "dtype=f64")
+    yield Case({"self": ctx.t([], "f32"), "dim": 0}, fn, "0-dim")
+    yield Case({"self": ctx.t([0, 3], "f32"), "dim": 0}, fn, "0-size")
+    yield Case({"self": ctx.edge("f32", [3, 6]), "dim": 1}, fn, "edge values", grad=False)
+    yield Case({"self": ctx.t([3, 4], "f32"), "dim": 2}, fn, "dim out of range", expect_error=True)
+
+
+@gen("argsort")
+def gen_argsort(ctx, op):
+    fn = lambda self, dim=-1, descending=False: torch.argsort(self, dim=dim, descending=descending, stable=True)
+    yield Case({"self": ctx.t([3, 5], "f32")}, fn, "f32 last dim")
+    yield Case({"self": ctx.t([4, 3], "f64"), "dim": 0, "descending": True}, fn, "f64 dim 0 descending")
+    yield Case({"self": ctx.ints([2, 8], -2, 2, "i64"), "dim": 1}, fn, "ties keep their order (stable)")
+    yield Case({"self": ctx.ints([2, 8], -2, 2, "i32"), "dim": 1, "descending": True}, fn, "ties, descending")
+    yield Case({"self": ctx.edge("f32", [2, 9]), "dim": 1}, fn, "edge values (nan last)")
+    yield Case({"self": ctx.edge("f64", [2, 9]), "dim": 1, "descending": True}, fn, "edge values descending (nan first)")
+    yield Case({"self": ctx.t([6], "f16")}, fn, "f16")
+    yield Case({"self": ctx.t([], "f32")}, fn, "0-dim")
+    yield Case({"self": ctx.t([0, 3], "f32"), "dim": 0}, fn, "0-size")
+    yield Case({"self": ctx.t([3], "f32"), "dim": 1}, fn, "dim out of range", expect_error=True)
+
+
+@gen("convolution")
+def gen_convolution(ctx, op):
+    fn = lambda input, weight, bias, stride, padding, dilation, transposed, output_padding, groups: aten("convolution")(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+    def conv(x, w, b, stride, padding, dilation, transposed=False, output_padding=None, groups=1):
+        return {"input": x, "weight": w, "bias": b, "stride": stride, "padding": padding, "dilation": dilation,
+                "transposed": transposed, "output_padding": output_padding or [0] * len(stride), "groups": groups}
+    yield Case(conv(ctx.t([2, 3, 7], "f32"), ctx.t([4, 3, 3], "f32"), ctx.t([4], "f32"), [1], [1], [1]), fn, "1-D")
+    yield Case(conv(ctx.t([1, 4, 9], "f64"), ctx.t([4, 2, 2], "f64"), None, [2], [0], [2], groups=2), fn,
+               "1-D strided, dilated, groups 2")
+    yield Case(conv(ctx.t([1, 2, 5, 4], "f32"), ctx.t([3, 2, 3, 3], "f32"), ctx.t([3], "f32"), [1, 1], [1, 1], [1, 1]),
+               fn, "2-D")
+    yield Case(conv(ctx.t([2, 2, 4, 5, 4], "f32"), ctx.t([3, 2, 3, 2, 2], "f32"), ctx.t([3], "f32"), [1, 1, 1],
+                    [1, 0, 1], [1, 1, 1]), fn, "3-D")
+    yield Case(conv(ctx.t([1, 4, 7, 5, 5], "f64"), ctx.t([4, 2, 3, 3, 1], "f64"), None, [2, 1, 2], [1, 1, 0], [2, 1, 1],
+                    groups=2), fn, "3-D strided, dilated, groups 2")
+    yield Case(conv(ctx.t([1, 3, 4, 4], "f32"), ctx.t([3, 2, 3, 3], "f32"), ctx.t([2], "f32"), [2, 2], [1, 1], [1, 1],
+                    True, [1, 1]), fn, "transposed 2-D, stride 2, output_padding 1")
+    yield Case(conv(ctx.t([2, 4, 3, 5], "f64"), ctx.t([4, 1, 2, 3], "f64"), None, [1, 2], [0, 1], [2, 1], True,
+                    [0, 0], groups=2), fn, "transposed 2-D, grouped and dilated")
+    yield Case(conv(ctx.t([1, 2, 6], "f32"), ctx.t([2, 3, 4], "f32"), ctx.t([3], "f32"), [2], [1], [1], True, [0]), fn,
+               "transposed 1-D")
+    yield Case(conv(ctx.t([1, 2, 4, 4], "f16"), ctx.t([3, 2, 3, 3], "f16"), None, [1], [1], [1]), fn,
+               "f16, one value for every dim")
+    yield Case(conv(ctx.t([1, 2, 4, 4], "f32"), ctx.t([2, 2, 3, 3], "f32"), None, [1, 1], [0, 0], [1, 1], True, [1, 1]),
+               fn, "output_padding not below stride or dilation", expect_error=True)
+    yield Case(conv(ctx.t([1, 2, 4], "f32"), ctx.t([3, 2, 3, 3], "f32"), None, [1, 1], [0, 0], [1, 1]), fn,
+               "input rank differs from the weight's", expect_error=True)
+
+
+@gen("upsample_nearest2d")
+def gen_upsample_nearest2d(ctx, op):
+    fn = lambda self, output_size, scales_h=None, scales_w=None: aten("upsample_nearest2d")(
+        self, output_size, scales_h, scales_w)
+    yield Case({"self": ctx.t([1, 2, 3, 4], "f32"), "output_size": [6, 8]}, fn, "f32 2x")
+    yield Case({"self": ctx.t([2, 1, 5, 3], "f64"), "output_size": [3, 7]}, fn, "f64 down and up, non-integer ratios")
+    yield Case({"self": ctx.t([1, 2, 3, 3], "f32"), "output_size": [4, 4], "scales_h": 1.5, "scales_w": 1.5}, fn,
+               "scales 1.5")
+    yield Case({"self": ctx.t([1, 1, 4, 4], "f16"), "output_size": [8, 6]}, fn, "f16")
+    yield Case({"self": ctx.ints([1, 2, 2, 3], 0, 9, "u8"), "output_size": [4, 6]}, fn, "u8")
+    yield Case({"self": ctx.t([0, 2, 2, 2], "f32"), "output_size": [4, 4]}, fn, "batch 0")
+    yield Case({"self": ctx.t([1, 2, 3], "f32"), "output_size": [6, 6]}, fn, "3-D input", expect_error=True)
+    yield Case({"self": ctx.t([1, 1, 3, 3], "f32"), "output_size": [0, 6]}, fn, "output size 0", expect_error=True)
+
+
+@gen("upsample_bilinear2d")
+def gen_upsample_bilinear2d(ctx, op):
+    fn = lambda self, output_size, align_corners, scales_h=None, scales_w=None: aten("upsample_bilinear2d")(
+        self, output_size, align_corners, scales_h, scales_w)
+    yield Case({"self": ctx.t([1, 2, 3, 4], "f32"), "output_size": [6, 8], "align_corners": False}, fn, "f32 2x")
+    yield Case({"self": ctx.t([2, 1, 5, 3], "f64"), "output_size": [3, 7], "align_corners": False}, fn,
+               "f64 down and up")
+    yield Case({"self": ctx.t([1, 2, 4, 3], "f64"), "output_size": [7, 5], "align_corners": True}, fn, "align_corners")
+    yield Case({"self": ctx.t([1, 1, 3, 3], "f64"), "output_size": [1, 1], "align_corners": True}, fn,
+               "align_corners to 1x1")
+    yield Case({"self": ctx.t([1, 2, 3, 3], "f32"), "output_size": [4, 4], "align_corners": False, "scales_h": 1.5,
+                "scales_w": 1.5}, fn, "scales 1.5")
+    yield Case({"self": ctx.t([1, 1, 4, 4], "f16"), "output_size": [8, 6], "align_corners": False}, fn, "f16")
+    yield Case({"self": ctx.t([1, 1, 4, 4], "bf16"), "output_size": [5, 7], "align_corners": True}, fn, "bf16")
+    yield Case({"self": ctx.t([0, 2, 2, 2], "f32"), "output_size": [4, 4], "align_corners": False}, fn, "batch 0")
+    yield Case({"self": ctx.t([1, 2, 3], "f32"), "output_size": [6, 6], "align_corners": False}, fn, "3-D input",
+               expect_error=True)
+    yield Case({"self": ctx.t([1, 1, 3, 3], "f32"), "output_size": [0, 6], "align_corners": False}, fn,
+               "output size 0", expect_error=True)
+
+
 # ---- in-place ------------------------------------------------------------------------------------------
 # The reference clones `self` first: a leaf that requires grad cannot be written in place (the harness does
 # the same with kiln's clone).
