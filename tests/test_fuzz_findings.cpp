@@ -301,3 +301,21 @@ TEST(FuzzFindings, AnOpsInternalValuesStayUnroundedUnderEveryBisectionLimit) {
     EXPECT_EQ(find_backend("inductor")(g, graph::copy_inputs(inputs))[0].to_double_vector(), eager) << "limit " << limit;
   }
 }
+
+TEST(FuzzFindings, AnOpsInternalValuesReadByANonPointwiseExternKeepTheirDtype) {
+  // The first version of finding 12's fix stored every internal value in f32, and under
+  // KILN_BISECT_LIMIT=inductor=2 embedding's padding_idx decomposition handed its extern index_put f32 values for
+  // an f16 tensor: a runtime error eager does not raise (kiln fuzz --seed 8128, graph 9).
+  graph::Graph g = parse(R"(graph main(%w: f16[9, 4], %i: i64[9]) {
+  %v6 = embedding(%w, %i, 0) : f16[9, 4]
+  return %v6
+}
+)");
+  std::vector<Tensor> inputs = {graph::seeded_inputs(g, 0)[0], arange(0, 9, 1, DType::I64)};
+  inputs[1] = remainder(inputs[1], 4);
+  const std::vector<double> eager = find_backend("eager")(g, graph::copy_inputs(inputs))[0].to_double_vector();
+  for (int limit = 0; limit <= 20; ++limit) {
+    ScopedOption lim(Opt::BisectLimit, fmt::format("inductor={}", limit));
+    EXPECT_EQ(find_backend("inductor")(g, graph::copy_inputs(inputs))[0].to_double_vector(), eager) << "limit " << limit;
+  }
+}

@@ -69,10 +69,13 @@ class Lowerer {
   // between kernels, or as an extern's input or output (an extern then computes in f32, as eager's one kernel
   // does). Stored in its own dtype it was rounded where eager keeps it in a register: under a bisection limit
   // that left a decomposition's nodes as externs, lerp in bf16 was an ulp off (fuzz/findings/README.md, 12).
-  // A value other values view (a graph output may be one of them) keeps its dtype.
+  // A value other values view (a graph output may be one of them), or one read by a node that is not pointwise
+  // (an extern index_put or copy_ takes values of its destination's dtype only), keeps its dtype.
   DType stored_dtype(ValueId v, DType dt) {
     const bool unrounded = size_t(v) < unrounded_.size() && unrounded_[size_t(v)];
     if (!unrounded || !is_low_precision(dt) || is_output_[size_t(v)]) return dt;
+    for (int u : users_[size_t(v)])
+      if (g_.nodes()[size_t(u)].info().kind != OpKind::Pointwise) return dt;
     for (ValueId w = 0; w < g_.num_values(); ++w)
       if (w != v && storage_.owner(w) == v) return dt;
     return DType::F32;
