@@ -72,8 +72,9 @@ struct Steps {
   StepVariable variable = StepVariable::Self;
 };
 
-// The step table: every discontinuous op of the op table (ops/ops.def). argmax/argmin (near ties between
-// elements) and bernoulli (a draw against the probability) are not in it: their steps lie between elements.
+// The step table: every discontinuous op of the op table (ops/ops.def) whose steps lie in one element's
+// arguments; argmax/argmin (steps between elements: near ties) are judged by top_two_have_margin, and bernoulli
+// (a draw against the probability) is left out.
 Steps steps_of(const graph::Node& n) {
   switch (n.op) {
     case OpId::floor: case OpId::ceil: case OpId::trunc: return {Lattice::Integers};
@@ -118,7 +119,40 @@ bool keeps_margin(const Tensor& d, const Tensor& scale, Lattice lattice, double 
   return true;
 }
 
+// argmax/argmin: along the reduced dim (every element for dim=None), the best value and the best value unequal
+// to it are `margin` x max(|best|, 1) apart (exact ties are fine: the first wins everywhere).
+bool top_two_have_margin(const graph::Node& n, const Tensor& x, double margin) {
+  const bool max = n.op == OpId::argmax;
+  Tensor t = contiguous(x);
+  int64_t outer = 1, extent = t.numel(), inner = 1;
+  if (const auto* d = std::get_if<Scalar>(&n.args[1]); d && t.dim() > 0) {
+    const int64_t dim = (d->to_int() + t.dim()) % t.dim();
+    extent = t.sizes()[size_t(dim)];
+    for (int64_t i = 0; i < dim; ++i) outer *= t.sizes()[size_t(i)];
+    for (int64_t i = dim + 1; i < t.dim(); ++i) inner *= t.sizes()[size_t(i)];
+  }
+  const std::vector<double> v = t.to_double_vector();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double best = max ? -INFINITY : INFINITY, second = best;
+      for (int64_t e = 0; e < extent; ++e) {
+        const double x = v[size_t((o * extent + e) * inner + i)];
+        if (max ? x > best : x < best) second = best, best = x;
+        else if (x != best && (max ? x > second : x < second)) second = x;  // the best value unequal to it
+      }
+      const double gap = std::abs(best - second);
+      if (std::isfinite(gap) && gap != 0 && gap < margin * std::max(std::abs(best), 1.0)) return false;
+    }
+  return true;
+}
+
 bool node_has_margin(const graph::Graph& g, const graph::Node& n, const std::vector<Tensor>& values) {
+  if (n.op == OpId::argmax || n.op == OpId::argmin) {
+    auto [x, floating] = argument(g, n, 0, values);
+    const bool f64 = g.value(std::get<graph::TensorArg>(n.args[0]).id).meta.dtype == DType::F64;
+    return !floating || top_two_have_margin(n, x, kStepMarginUlps * (f64 ? std::numeric_limits<double>::epsilon()
+                                                                          : double(std::numeric_limits<float>::epsilon())));
+  }
   const Steps steps = steps_of(n);
   if (steps.lattice == Lattice::None) return true;
   const bool binary = steps.variable == StepVariable::Quotient || steps.variable == StepVariable::Difference ||
@@ -156,7 +190,8 @@ bool node_has_margin(const graph::Graph& g, const graph::Node& n, const std::vec
 
 bool has_steps(const graph::Graph& g) {
   return std::any_of(g.nodes().begin(), g.nodes().end(), [](const graph::Node& n) {
-    return n.kind == graph::NodeKind::Op && steps_of(n).lattice != Lattice::None;
+    return n.kind == graph::NodeKind::Op &&
+           (steps_of(n).lattice != Lattice::None || n.op == OpId::argmax || n.op == OpId::argmin);
   });
 }
 

@@ -265,6 +265,19 @@ TEST(FuzzFindings, TheInputSearchKeepsDiscontinuousOpsOffTheirSteps) {
                            "  %l = lt(%s, %y) : bool[1]\n  return %l\n}\n";
   EXPECT_FALSE(margin_on(less, {0.5, std::sin(0.5) * (1 + 1e-7)}));
   EXPECT_TRUE(margin_on(less, {0.5, 0.25}));
+  // argmax over near ties (kiln fuzz --seed 8128, graph 1169: tanh of large values, 1 ulp apart in f32, moved
+  // argmax from 8 to 11); exact ties are fine.
+  graph::Graph am = parse("graph g(%x: f32[3]) {\n  %t = tanh(%x) : f32[3]\n  %i = argmax(%t) : i64[]\n  return %i\n}\n");
+  graph::InterpretOptions fp64;
+  fp64.fp64 = true;
+  auto argmax_margin = [&](std::vector<double> v) {
+    Tensor x = full({3}, Scalar(0.0), DType::F32);
+    for (size_t i = 0; i < v.size(); ++i) x = where(eq(arange(0, 3, 1, DType::I64), int64_t(i)), Scalar(v[i]), x);
+    return fuzz::steps_have_margin(am, graph::run_graph_all_values(am, {x}, fp64));
+  };
+  EXPECT_FALSE(argmax_margin({12.5, 9.5, 30.0}));
+  EXPECT_TRUE(argmax_margin({0.5, 30.0, 30.0}));
+  EXPECT_TRUE(argmax_margin({0.5, 1.0, 0.25}));
 }
 
 TEST(FuzzFindings, FuzzingTheFloorDivisionFindingFindsNothing) {
