@@ -44,6 +44,9 @@ struct FindingRecord {
 
 struct FuzzSummary {
   uint64_t graphs = 0, valid = 0, nan_free = 0, checks = 0;
+  // Finite cases not checked because every input draw left a discontinuous op's argument within
+  // kStepMarginUlps of a step (fuzz/domains.h).
+  uint64_t near_steps = 0;
   double seconds = 0;
   std::vector<FindingRecord> findings;
   std::map<CoverageKey, uint64_t> coverage;

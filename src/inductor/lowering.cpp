@@ -64,6 +64,23 @@ class Lowerer {
     return int(out_.buffers.size()) - 1;
   }
 
+  // The dtype value `v` (of graph dtype `dt`) is stored in: f32 for an f16/bf16 value internal to an op eager runs
+  // as one f32 kernel (decompose.h's unrounded flags; lerp's end - self), wherever it is stored: in a buffer
+  // between kernels, or as an extern's input or output (an extern then computes in f32, as eager's one kernel
+  // does). Stored in its own dtype it was rounded where eager keeps it in a register: under a bisection limit
+  // that left a decomposition's nodes as externs, lerp in bf16 was an ulp off (fuzz/findings/README.md, 12).
+  // A value other values view (a graph output may be one of them), or one read by a node that is not pointwise
+  // (an extern index_put or copy_ takes values of its destination's dtype only), keeps its dtype.
+  DType stored_dtype(ValueId v, DType dt) {
+    const bool unrounded = size_t(v) < unrounded_.size() && unrounded_[size_t(v)];
+    if (!unrounded || !is_low_precision(dt) || is_output_[size_t(v)]) return dt;
+    for (int u : users_[size_t(v)])
+      if (g_.nodes()[size_t(u)].info().kind != OpKind::Pointwise) return dt;
+    for (ValueId w = 0; w < g_.num_values(); ++w)
+      if (w != v && storage_.owner(w) == v) return dt;
+    return DType::F32;
+  }
+
   static LValue buffer_value(int b, DType dt, Shape sizes, Shape strides, int64_t offset) {
     LValue v;
     v.sizes = std::move(sizes);
@@ -95,7 +112,8 @@ class Lowerer {
   void realize(ValueId v, const std::string& reason) {
     LValue& lv = vals_[size_t(v)];
     if (!lv.pending) return;
-    int b = new_buffer(name(v), lv.dtype, lv.sizes);
+    const DType stored = stored_dtype(v, lv.dtype);
+    int b = new_buffer(name(v), stored, lv.sizes);
     LoopNode node;
     node.kind = LoopNode::Kind::Pointwise;
     node.buffer = b;
@@ -105,7 +123,7 @@ class Lowerer {
     node.origin = name(v);
     out_.nodes.push_back(std::move(node));
     decide(fmt::format("realize %{}: {}", name(v), reason));
-    lv = buffer_value(b, lv.dtype, lv.sizes, contiguous_strides(lv.sizes), 0);
+    lv = buffer_value(b, stored, lv.sizes, contiguous_strides(lv.sizes), 0);
   }
 
   BufferView view_of(ValueId v, const std::string& reason) {
@@ -315,9 +333,10 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
       node.extern_outputs.push_back(-1);
       continue;
     }
-    int b = new_buffer(name(o), m.dtype, m.sizes);
+    const DType stored = stored_dtype(o, m.dtype);
+    int b = new_buffer(name(o), stored, m.sizes);
     node.extern_outputs.push_back(b);
-    vals_[size_t(o)] = buffer_value(b, m.dtype, m.sizes, contiguous_strides(m.sizes), 0);
+    vals_[size_t(o)] = buffer_value(b, stored, m.sizes, contiguous_strides(m.sizes), 0);
   }
   out_.nodes.push_back(std::move(node));
   if (op.is_inplace() && std::holds_alternative<graph::TensorArg>(n.args[0])) rebind_aliases(n.outputs[0]);
@@ -498,7 +517,7 @@ Decision Lowerer::lower_reduction(const Node& n, const OpCall& mc, const Lowerin
   }
   const int b = node.buffer;
   out_.nodes.push_back(std::move(node));
-  vals_[size_t(n.outputs[0])] = buffer_value(b, out_dt, out_sizes, contiguous_strides(out_sizes), 0);
+  vals_[size_t(n.outputs[0])] = buffer_value(b, stored_dtype(n.outputs[0], out_dt), out_sizes, contiguous_strides(out_sizes), 0);
   return Decision::yes();
 }
 
@@ -507,7 +526,7 @@ LoopNode Lowerer::reduction_node(const Node& n, const ReductionBody& r, Shape ke
   const DType out_dt = g_.value(n.outputs[0]).meta.dtype;
   LoopNode node;
   node.kind = LoopNode::Kind::Reduction;
-  node.buffer = new_buffer(name(n.outputs[0]), out_dt, g_.value(n.outputs[0]).meta.sizes);
+  node.buffer = new_buffer(name(n.outputs[0]), stored_dtype(n.outputs[0], out_dt), g_.value(n.outputs[0]).meta.sizes);
   node.sizes = std::move(kept);
   node.rsizes = std::move(rsizes);
   node.reduce = r.reduce;

@@ -1,24 +1,13 @@
 // Scalar math without a vector library: f32 e^x and tanh as branch-free polynomials the loop vectoriser can
-// widen (used where the JIT found no libmvec), and calls of libm functions marked pure so they vectorise through
-// libmvec where it exists. kiln's own AVX-512 exp is vector_math.h.
+// widen (used where the JIT found no libmvec), and calls of libm functions, which compute through one libmvec
+// variant on every path where it exists (vector_math.h). kiln's own AVX-512 exp is vector_math.h.
 #include "backends/cpu/codegen_math.h"
+#include "backends/cpu/vector_math.h"
 
 namespace kiln::inductor::cpu_codegen {
 
-llvm::FunctionCallee libm(llvm::Module& m, const std::string& base, llvm::Type* t, int arity) {
-  std::string name = t->isFloatTy() ? base + "f" : base;
-  std::vector<llvm::Type*> params(size_t(arity), t);
-  llvm::FunctionCallee f = m.getOrInsertFunction(name, llvm::FunctionType::get(t, params, false));
-  if (auto* fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
-    fn->setDoesNotThrow();
-    fn->setWillReturn();
-    fn->setMemoryEffects(llvm::MemoryEffects::none());
-  }
-  return f;
-}
-
-Value* call_libm(llvm::IRBuilder<>& b, llvm::Module& m, const std::string& base, Value* x) {
-  return b.CreateCall(libm(m, base, x->getType(), 1), {x});
+Value* call_libm(llvm::IRBuilder<>& b, llvm::Module& m, const std::string& base, llvm::ArrayRef<Value*> args) {
+  return runtime::emit_libm_call(b, m, base, args);
 }
 
 // e^x for f32 as a branch-free polynomial (Cephes expf), scaled by 2^n in two steps so every step stays a

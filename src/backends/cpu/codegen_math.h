@@ -9,10 +9,9 @@ namespace kiln::inductor::cpu_codegen {
 
 using llvm::Value;
 
-// `base` (e.g. "exp"; "expf" for f32) of type t^arity -> t, declared in `m` as pure, non-throwing.
-llvm::FunctionCallee libm(llvm::Module& m, const std::string& base, llvm::Type* t, int arity);
-// base(x) through libm.
-Value* call_libm(llvm::IRBuilder<>& b, llvm::Module& m, const std::string& base, Value* x);
+// libm's base(args...) ("exp", "pow": the f32 name is chosen from the arguments' type) through the one libmvec
+// variant of the host on every code path, or libm where it has none (runtime::emit_libm_call, vector_math.h).
+Value* call_libm(llvm::IRBuilder<>& b, llvm::Module& m, const std::string& base, llvm::ArrayRef<Value*> args);
 // e^x for f32 (Cephes expf): within 2 ulp of expf, +-inf and NaN handled, vectorisable.
 Value* exp_f32(llvm::IRBuilder<>& b, Value* x);
 // tanh for f32 (Cephes tanhf): within 2 ulp, vectorisable, NaN and +-inf handled.

@@ -210,8 +210,8 @@ Value* ScalarEmitter::binary(SOp op, Value* x, Value* y, DType dt, bool invarian
       // the x86 backend (no native f16) lowered without NaN propagation (maximum(0, NaN) gave 0).
       return cx_.b.CreateSelect(cx_.b.CreateFCmpUNO(x, y), cx_.b.CreateFAdd(x, y), m);
     }
-    case SOp::Pow: return cx_.b.CreateCall(libm(cx_.m, "pow", x->getType(), 2), {x, y});
-    case SOp::Atan2: return cx_.b.CreateCall(libm(cx_.m, "atan2", x->getType(), 2), {x, y});
+    case SOp::Pow: return call_libm(cx_.b, cx_.m, "pow", {x, y});
+    case SOp::Atan2: return call_libm(cx_.b, cx_.m, "atan2", {x, y});
     case SOp::Eq: return fl ? cx_.b.CreateFCmpOEQ(x, y) : cx_.b.CreateICmpEQ(x, y);
     case SOp::Ne: return fl ? cx_.b.CreateFCmpUNE(x, y) : cx_.b.CreateICmpNE(x, y);
     case SOp::Lt: return fl ? cx_.b.CreateFCmpOLT(x, y) : uns ? cx_.b.CreateICmpULT(x, y) : cx_.b.CreateICmpSLT(x, y);

@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -146,8 +145,8 @@ struct KernelPostPass {
   const char* changed;  // what a changed site is, for the log
 };
 constexpr KernelPostPass kKernelPostPasses[] = {
-    // kiln_expf's vector variants inlined where the vectoriser called them (vector_math.h).
-    {"inline_vector_math", [](llvm::Module& m) { return inline_vector_math(m), 0; }, "inlined vector exps"},
+    // kiln_expf's and the libmvec wrappers' versions inlined where the vectoriser called them (vector_math.h).
+    {"inline_vector_math", [](llvm::Module& m) { return inline_vector_math(m), 0; }, "inlined vector math"},
     // NaN-insensitive maxima (softmax's stabilising max) as one max instruction (vector_math.h).
     {"lower_max_skipping_nan", lower_max_skipping_nan, "NaN-skipping vector max instructions"},
     // Stores of streamed buffers made non-temporal where their alignment is proven (above).
@@ -204,65 +203,21 @@ struct KernelJit::Impl {
       helpers[jit->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
                                              llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
     check(main.define(llvm::orc::absoluteSymbols(std::move(helpers))), "defining the runtime helpers");
-    // glibc's vector math library (part of libc6): with it, the loop vectoriser calls the vector variants of
-    // sinf, cosf, logf, ... (_ZGVdN8v_sinf) instead of one scalar call per lane. Optional: without it the
-    // calls stay scalar.
+    // glibc's vector math library (part of libc6): with it, kernels compute libm functions through its vector
+    // variants (_ZGVeN16v_sinf), one per function on every code path (vector_math.h emit_libm_call). Optional:
+    // without it the calls stay scalar libm calls.
     if (auto mvec = llvm::orc::DynamicLibrarySearchGenerator::Load("libmvec.so.1", jit->getDataLayout().getGlobalPrefix())) {
       main.addGenerator(std::move(*mvec));
       vector_math = true;
-      if (void* handle = ::dlopen("libmvec.so.1", RTLD_LAZY | RTLD_NOLOAD)) add_vector_math_variants(handle);
-      // Part of the kernel cache key: the code calls it (and which variants it found: another glibc may lack some).
-      target += fmt::format(" libmvec+{}", extra_vector_math.size());
+      // Part of the kernel cache key: the code calls them (and another glibc may lack some).
+      target += fmt::format(" libmvec+{}", libmvec_variant_count());
     } else {
       llvm::consumeError(mvec.takeError());
     }
   }
   bool vector_math = false;
-  std::vector<llvm::VecDesc> extra_vector_math;
 
   bool wide_vectors = false;  // AVX-512 host: kernels prefer 512-bit vectors
-
-  // LLVM 19's libmvec table maps only sin, cos, tan, exp, log and pow, and only to the AVX2 variants; glibc's
-  // libmvec also has AVX2 variants of the other functions kernels call (tanh, erf, sinh, cosh, asin, acos,
-  // atan, atan2, expm1, log1p, log2, exp2: without these entries a tanh or a GELU ran one scalar call per lane)
-  // and AVX-512 variants of all of them. Each entry is added only when the library exports it and the host
-  // has the variant's ISA. On an AVX-512 host kernels also prefer 512-bit vectors (LLVM's default for these
-  // CPUs is 256): compute-bound kernels (chain100's sin, tanh, sigmoid, cos) gain, memory-bound ones are
-  // unchanged (the figure: docs/benchmarks.md, "Figures behind code comments").
-  void add_vector_math_variants(void* libmvec) {
-    const llvm::StringRef features = tm->getTargetFeatureString();
-    const bool avx2 = features.contains("+avx2");
-    static const char* const kLlvmMapped[] = {"sin", "cos", "tan", "exp", "log"};
-    static const char* const kUnmapped[] = {"tanh", "erf", "sinh", "cosh", "asin", "acos", "atan",
-                                            "expm1", "log1p", "log2", "exp2"};
-    static const char* const kIntrinsic[] = {"sin", "cos", "tan", "exp", "log", "exp2", "log2"};
-    static std::deque<std::string> names;  // VecDesc keeps StringRefs: stable strings that live as long as the process
-    auto keep = [&](std::string s) -> llvm::StringRef { return names.emplace_back(std::move(s)); };
-    // scalar (f32 or f64 name), isa letter, lanes, arity
-    auto add = [&](const std::string& scalar, bool f32, char isa, unsigned lanes, int arity) {
-      std::string params(size_t(arity), 'v');
-      std::string vector = fmt::format("_ZGV{}N{}{}_{}{}", isa, lanes, params, scalar, f32 ? "f" : "");
-      if (!::dlsym(libmvec, vector.c_str())) return;
-      llvm::StringRef v = keep(vector);
-      llvm::StringRef abi = keep(fmt::format("_ZGV_LLVM_N{}{}", lanes, params));
-      extra_vector_math.emplace_back(keep(scalar + (f32 ? "f" : "")), v, llvm::ElementCount::getFixed(lanes), false, abi);
-      if (std::find(std::begin(kIntrinsic), std::end(kIntrinsic), scalar) != std::end(kIntrinsic) || scalar == "pow")
-        extra_vector_math.emplace_back(keep(fmt::format("llvm.{}.{}", scalar, f32 ? "f32" : "f64")), v,
-                                       llvm::ElementCount::getFixed(lanes), false, abi);
-    };
-    for (bool f32 : {true, false}) {
-      if (avx2) {
-        for (const char* f : kUnmapped) add(f, f32, 'd', f32 ? 8 : 4, 1);
-        add("atan2", f32, 'd', f32 ? 8 : 4, 2);
-      }
-      if (wide_vectors) {
-        for (const char* f : kUnmapped) add(f, f32, 'e', f32 ? 16 : 8, 1);
-        for (const char* f : kLlvmMapped) add(f, f32, 'e', f32 ? 16 : 8, 1);
-        add("atan2", f32, 'e', f32 ? 16 : 8, 2);
-        add("pow", f32, 'e', f32 ? 16 : 8, 2);
-      }
-    }
-  }
 
   void optimize(llvm::Module& m) {
     llvm::LoopAnalysisManager lam;
@@ -278,11 +233,9 @@ struct KernelJit::Impl {
     // the units busy, and interleaving would multiply the code LLVM must compile.
     pto.LoopInterleaving = false;
     llvm::PassBuilder pb(tm.get(), pto);
+    // No vector library in the TargetLibraryInfo: libm calls reach the vectoriser as calls of kiln's wrappers,
+    // whose variants the calls name (vector_math.h emit_libm_call), so body and remainder compute alike.
     llvm::TargetLibraryInfoImpl tlii(tm->getTargetTriple());
-    if (vector_math) {
-      tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, tm->getTargetTriple());
-      tlii.addVectorizableFunctions(extra_vector_math);
-    }
     fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);

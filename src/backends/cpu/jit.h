@@ -33,7 +33,7 @@ using KernelFn = void (*)(char** buffers, int64_t begin, int64_t end, int32_t* s
 void call_kernel(KernelFn fn, char** buffers, int64_t begin, int64_t end, int32_t* status);
 
 // Bumped whenever the generated code changes meaning, so stale disk-cache entries are never used.
-inline constexpr int kCodegenVersion = 24;
+inline constexpr int kCodegenVersion = 25;
 
 struct JitStats {
   int64_t memory_hits = 0, disk_hits = 0, compiles = 0;
@@ -54,8 +54,8 @@ class KernelJit {
   // The target the kernels are compiled for ("x86_64-... skylake-avx512 O2"), with the code-generation options
   // not at their defaults (" own_exp=0 vector_width=1"): read at each call, as options may be overridden.
   std::string target_description() const;
-  // Whether glibc's vector math library (libmvec) is loaded: then the vectoriser maps libm calls to vector
-  // variants, and code generation prefers plain libm calls over its inline polynomials (smaller code).
+  // Whether glibc's vector math library (libmvec) is loaded: then libm calls compute through its vector
+  // variants (vector_math.h emit_libm_call), and code generation prefers plain libm calls over its inline polynomials (smaller code).
   bool vector_math() const;
   JitStats stats() const;
   void reset_stats();

@@ -1,5 +1,6 @@
 // kiln's vector math for AVX-512 hosts (see vector_math.h): e^x on f32 as a degree-5 polynomial scaled by
-// vscalefps, in scalar, 8- and 16-lane versions the loop vectoriser picks between; NaN-skipping max.
+// vscalefps, in scalar, 8- and 16-lane versions the loop vectoriser picks between; NaN-skipping max; libm
+// functions through one libmvec variant on every path.
 #include "backends/cpu/vector_math.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -12,8 +13,14 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
+#include <dlfcn.h>
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kiln::runtime {
@@ -88,6 +95,54 @@ llvm::Function* expf_function(llvm::Module& m) {
   return scalar;
 }
 
+constexpr const char* kLibmWrapperPrefix = "kiln_vm_";
+
+void mark_pure(llvm::Function* fn) {
+  fn->setDoesNotThrow();
+  fn->setWillReturn();
+  fn->setMemoryEffects(llvm::MemoryEffects::none());
+}
+
+// glibc's vector-function ISA letter for this host's widest vectors, and the lanes of an f32 variant.
+std::pair<char, unsigned> libmvec_isa() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f")) return {'e', 16};
+  if (features.lookup("avx2")) return {'d', 8};
+  return {'b', 4};
+}
+
+// kiln_vm_<scalar> (lanes 1, of type t) or kiln_vm_<scalar>_v<lanes> (<lanes x t>), defined on first use: pads
+// each argument with 1.0 (inside every function's domain, so no lane takes libmvec's slow path for special
+// values) to the variant's lanes, calls it and keeps the first `lanes` results.
+llvm::Function* libm_wrapper(llvm::Module& m, const std::string& scalar, llvm::Type* t, int arity,
+                             const LibmvecVariant& variant, unsigned lanes) {
+  const std::string name = kLibmWrapperPrefix + scalar + (lanes == 1 ? "" : "_v" + std::to_string(lanes));
+  if (llvm::Function* fn = m.getFunction(name)) return fn;
+  llvm::Type* type = lanes == 1 ? t : llvm::FixedVectorType::get(t, lanes);
+  auto* native = llvm::FixedVectorType::get(t, variant.lanes);
+  llvm::FunctionCallee callee = m.getOrInsertFunction(
+      variant.name, llvm::FunctionType::get(native, std::vector<llvm::Type*>(size_t(arity), native), false));
+  mark_pure(llvm::cast<llvm::Function>(callee.getCallee()));
+  auto* fn = llvm::Function::Create(llvm::FunctionType::get(type, std::vector<llvm::Type*>(size_t(arity), type), false),
+                                    llvm::GlobalValue::InternalLinkage, name, m);
+  mark_pure(fn);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(m.getContext(), "entry", fn));
+  llvm::Value* ones = llvm::ConstantFP::get(native, 1.0);
+  std::vector<int> pad(variant.lanes, int(lanes)), first(lanes);  // lane `lanes` of the shuffle: a 1.0
+  for (unsigned i = 0; i < lanes; ++i) pad[i] = first[i] = int(i);
+  std::vector<llvm::Value*> args;
+  for (llvm::Argument& a : fn->args()) {
+    if (lanes == 1) args.push_back(b.CreateInsertElement(ones, &a, uint64_t(0)));
+    else if (lanes == variant.lanes) args.push_back(&a);
+    else args.push_back(b.CreateShuffleVector(&a, llvm::ConstantFP::get(type, 1.0), pad));
+  }
+  llvm::Value* r = b.CreateCall(callee, args);
+  if (lanes == 1) r = b.CreateExtractElement(r, uint64_t(0));
+  else if (lanes != variant.lanes) r = b.CreateShuffleVector(r, first);
+  b.CreateRet(r);
+  return fn;
+}
+
 constexpr const char* kMaxSkippingNan = "kiln.max_skipping_nan";
 
 // The x86 max instruction for a vector type, or none (scalars and other widths keep llvm.maximum).
@@ -145,10 +200,68 @@ llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value
   return call;
 }
 
+std::optional<LibmvecVariant> libmvec_variant(const std::string& base, bool f32, int arity) {
+  static std::mutex mutex;
+  static std::map<std::tuple<std::string, bool, int>, std::optional<LibmvecVariant>> known;
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = known.try_emplace({base, f32, arity});
+  if (!fresh) return it->second;
+  static void* const libmvec = ::dlopen("libmvec.so.1", RTLD_LAZY);  // what the JIT links kernels against
+  if (!libmvec) return std::nullopt;
+  const auto [isa, f32_lanes] = libmvec_isa();
+  const unsigned lanes = f32 ? f32_lanes : f32_lanes / 2;
+  std::string name = fmt::format("_ZGV{}N{}{}_{}{}", isa, lanes, std::string(size_t(arity), 'v'), base, f32 ? "f" : "");
+  if (::dlsym(libmvec, name.c_str())) it->second = LibmvecVariant{std::move(name), lanes};
+  return it->second;
+}
+
+int libmvec_variant_count() {
+  int count = 0;
+  for (const char* f : {"sin", "cos", "tan", "exp", "log", "tanh", "erf", "sinh", "cosh", "asin", "acos", "atan",
+                        "expm1", "log1p", "log2", "exp2"})
+    for (bool f32 : {true, false}) count += bool(libmvec_variant(f, f32, 1));
+  for (const char* f : {"pow", "atan2"})
+    for (bool f32 : {true, false}) count += bool(libmvec_variant(f, f32, 2));
+  return count;
+}
+
+llvm::Value* emit_libm_call(llvm::IRBuilderBase& b, llvm::Module& m, const std::string& base,
+                            llvm::ArrayRef<llvm::Value*> args) {
+  llvm::Type* t = args[0]->getType();
+  const int arity = int(args.size());
+  const std::string scalar = t->isFloatTy() ? base + "f" : base;
+  const std::optional<LibmvecVariant> variant = libmvec_variant(base, t->isFloatTy(), arity);
+  if (!variant) {
+    llvm::FunctionCallee f =
+        m.getOrInsertFunction(scalar, llvm::FunctionType::get(t, std::vector<llvm::Type*>(size_t(arity), t), false));
+    mark_pure(llvm::cast<llvm::Function>(f.getCallee()));
+    return b.CreateCall(f, args);
+  }
+  const bool defined = m.getFunction(kLibmWrapperPrefix + scalar) != nullptr;
+  llvm::Function* fn = libm_wrapper(m, scalar, t, arity, *variant, 1);
+  std::string abi;
+  std::vector<llvm::GlobalValue*> vectors;
+  for (unsigned lanes = 2; lanes <= variant->lanes; lanes *= 2) {
+    llvm::Function* vector = libm_wrapper(m, scalar, t, arity, *variant, lanes);
+    vectors.push_back(vector);
+    abi += fmt::format("{}_ZGV_LLVM_N{}{}_{}({})", abi.empty() ? "" : ",", lanes, std::string(size_t(arity), 'v'),
+                       fn->getName().str(), vector->getName().str());
+  }
+  if (!defined) {
+    fn->addFnAttr(llvm::Attribute::NoInline);  // its calls, with their variant attribute, must reach the vectoriser
+    llvm::appendToCompilerUsed(m, vectors);    // nothing calls them before vectorisation
+  }
+  llvm::CallInst* call = b.CreateCall(fn, args);
+  call->addFnAttr(llvm::Attribute::get(m.getContext(), "vector-function-abi-variant", abi));
+  return call;
+}
+
 void inline_vector_math(llvm::Module& m) {
   std::vector<llvm::Function*> functions;
   for (const char* name : {kScalarExp, kVectorExp[0], kVectorExp[1]})
     if (llvm::Function* fn = m.getFunction(name)) functions.push_back(fn);
+  for (llvm::Function& fn : m)
+    if (fn.getName().starts_with(kLibmWrapperPrefix) && !fn.isDeclaration()) functions.push_back(&fn);
   if (functions.empty()) return;
   llvm::removeFromUsedLists(m, [&](llvm::Constant* c) {
     return std::find(functions.begin(), functions.end(), c) != functions.end();

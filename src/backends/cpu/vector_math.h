@@ -6,7 +6,18 @@
 // to them, and after the O2 pipeline they are inlined, so the backend keeps the loop's constants in registers
 // (a libmvec call clobbers every vector register). Scalar remainders compute exactly the same polynomial: a
 // result does not depend on where its element falls in the loop.
+//
+// libm functions (sin, tan, log, tanh, pow, ...) compute through glibc's libmvec on every path: one vector variant
+// per function (the host's widest), which the vectorised loop body calls, and which the scalar remainder and every
+// narrower vector call also run, on a zero-padded vector. libm's scalar tanf and libmvec's differ by an ulp on some
+// inputs, so a loop whose body and remainder called different ones gave equal inputs unequal results depending on
+// where they fell (fuzz/findings/README.md, finding 7): a result now depends only on its inputs.
 #pragma once
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <optional>
+#include <string>
 
 namespace llvm {
 class IRBuilderBase;
@@ -29,7 +40,27 @@ llvm::Value* emit_fast_expf(llvm::IRBuilderBase& b, llvm::Module& m, llvm::Value
 // deletes them, so the object defines only the kernel. Each inlined site costs code generation time: the code
 // generator uses these functions only in kernels with few exps (codegen_context.h kMaxFastExpSites). A no-op
 // on modules that do not use them.
+// Also inlines the libmvec wrappers of emit_libm_call.
 void inline_vector_math(llvm::Module& m);
+
+// The one libmvec function kernels compute libm's `base` ("tan", "pow", ...; in f32 or f64; `arity` arguments) with on this
+// host: glibc's AVX-512 variant where the host has AVX-512F, else the AVX2 one, else the SSE one; nullopt where
+// libmvec is not loaded or lacks the function (calls then stay scalar libm calls, never vectorised).
+struct LibmvecVariant {
+  std::string name;  // e.g. "_ZGVeN16v_tanf"
+  unsigned lanes = 0;
+};
+std::optional<LibmvecVariant> libmvec_variant(const std::string& base, bool f32, int arity);
+// How many libm functions have a libmvec variant here (part of the kernel cache key: the code calls them).
+int libmvec_variant_count();
+
+// `base`(args...) ("exp", "tan", "pow"; "expf" for f32 args) for args of one type, f32 or f64: a call of
+// kiln_vm_<name>, whose vector-function-abi-variant attribute names 2- to N-lane versions; every version, the
+// scalar one included, pads its lanes with zeros to the N lanes of libmvec_variant and calls it, so a result
+// does not depend on where its element falls in a loop (vectorised body, scalar remainder, an unvectorised loop).
+// A plain libm call, pure and non-throwing, where the function has no variant.
+llvm::Value* emit_libm_call(llvm::IRBuilderBase& b, llvm::Module& m, const std::string& base,
+                            llvm::ArrayRef<llvm::Value*> args);
 
 // NaN-skipping max: marks `m` as a module whose vector llvm.maximum calls may skip NaN (every one comes from a max
 // reduction whose NaNs need not reach its result; codegen_context.h max_skips_nan decides when). After the O2
