@@ -229,7 +229,6 @@ AutogradHook& autograd_hook() {
 AutogradHook* set_autograd_hook(AutogradHook* hook) { return std::exchange(g_autograd_hook, hook); }
 
 std::vector<Tensor> dispatch(const OpCall& call) {
-  const OpInfo& op = *call.op;
   if (t_recorder && t_recorder->records_all_calls()) {
     MetaCallRecorder* r = t_recorder;
     ScopedMetaCallRecorder off(nullptr);
