@@ -78,6 +78,18 @@ TEST(Functionalize, OutputsAliasingMutatedInputsAreRegeneratedViews) {
   EXPECT_EQ(functional_mismatch(g, seeded(g)), "");
 }
 
+// Found by the property (seed 16435303373497017341): copy_ from a view of an input that a later write mutates.
+// The copied-to tensor keeps the old elements; its functional value must not alias the mutated input.
+TEST(Functionalize, CopyFromAViewOfAnInputMutatedLaterKeepsTheOldElements) {
+  graph::Graph g = graph::parse_graph(R"(graph f(%x: f32[3], %d: f32[3], %n: f32[3]) {
+    %v = view(%x, [3]) : f32[3]
+    %c = copy_(%d, %v) : f32[3]
+    %w = copy_(%v, %n) : f32[3]
+    return %c, %w
+  })");
+  EXPECT_EQ(functional_mismatch(g, seeded(g)), "");
+}
+
 TEST(Functionalize, GraphsWithoutMutationsAreUnchanged) {
   graph::Graph g = graph::parse_graph(R"(graph f(%x: f32[3]) {
     %y = exp(%x) : f32[3]

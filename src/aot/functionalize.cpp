@@ -124,7 +124,9 @@ class Functionalizer {
     switch (n.op) {
       case OpId::add_: r = add(self, call.tensor(1), call.scalar(2)); break;
       case OpId::mul_: r = mul(self, call.tensor(1)); break;
-      case OpId::copy_: r = call.tensor(1); break;
+      // A new value, never the source itself: the source may be a view of a graph input that a later write
+      // mutates (and the copy-back epilogue overwrites), while the copied-to tensor keeps the old elements.
+      case OpId::copy_: r = clone(call.tensor(1)); break;
       case OpId::fill_: r = full_like(self, call.scalar(1)); break;
       case OpId::zero_: r = zeros_like(self); break;
       default: fail("aot: functionalization does not know the in-place op {} yet", n.info().name);
