@@ -14,6 +14,7 @@
 #include "core/options.h"
 #include "graph/text.h"
 #include "minifier/hook.h"
+#include "repro_hook_fixture.h"
 #include "ops/api.h"
 #include "repro/repro.h"
 #include "repro/reproduce.h"
@@ -34,24 +35,8 @@ graph mlp(%x: f32[8, 4], %w1: f32[16, 4] grad, %w2: f32[3, 16] grad, %y: i64[8])
 }
 )";
 
-class AotReproAfter : public ::testing::Test {
+class AotReproAfter : public ReproHookFixture {
  protected:
-  void SetUp() override {
-    install_repro_hook();
-    dir_ = fs::temp_directory_path() / ("kiln_aot_repro_test_" + std::to_string(::getpid())) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::vector<fs::path> files(const std::string& pattern) const {
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(dir_))
-      if (std::regex_match(e.path().filename().string(), std::regex(pattern))) out.push_back(e.path());
-    return out;
-  }
-
   // One compiled training step (forward, backward) of kMlp on the inductor with the hook on; returns the error
   // the caller saw ("" when none).
   std::string train_step(const std::string& after, int level, const std::string& inject) {
@@ -69,7 +54,6 @@ class AotReproAfter : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
 };
 
 // Every input of a repro of the backward graph: saved values of the forward, then the tangent.

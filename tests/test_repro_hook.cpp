@@ -13,6 +13,7 @@
 #include "graph/inputs.h"
 #include "inductor/compile.h"
 #include "minifier/hook.h"
+#include "repro_hook_fixture.h"
 #include "minifier/testing.h"
 #include "repro/isolate.h"
 #include "repro/reproduce.h"
@@ -22,25 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ReproHookApi : public ::testing::Test {
+class ReproHookApi : public ReproHookFixture {
  protected:
-  void SetUp() override {
-    install_repro_hook();
-    dir_ = fs::temp_directory_path() / ("kiln_repro_hook_test_" + std::to_string(::getpid())) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // Files in the debug directory whose names match `pattern`.
-  std::vector<fs::path> files(const std::string& pattern) const {
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(dir_))
-      if (std::regex_match(e.path().filename().string(), std::regex(pattern))) out.push_back(e.path());
-    return out;
-  }
-
   // The one file matching `pattern`, read back and re-run as `kiln repro run` does: it must reproduce.
   ReproFile expect_one_reproducing(const std::string& pattern, FailureKind kind) {
     std::vector<fs::path> found = files(pattern);
@@ -67,7 +51,6 @@ class ReproHookApi : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
   minify::TestGraph graph_ = minify::relu_test_graph(12, 5);
 };
 
