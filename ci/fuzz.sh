@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Fuzzes the .kir parser and verifier (fuzz/kir_fuzzer.cpp), the repro file parser (fuzz/repro_fuzzer.cpp) and,
 # structure-aware, the compiler (fuzz/graph_fuzzer.cpp: input bytes are the graph generator's choices; each
-# graph runs on the inductor against the fp64 reference): builds them with clang-19, libFuzzer, ASan and UBSan
-# (-DKILN_FUZZ=ON, in build-fuzz/) and runs each for its share of a fixed time (half .kir, a quarter repro, a
-# quarter graph) over the seeds in fuzz/corpus/<target>/. Exits non-zero on a finding (a crash, a sanitizer
-# report, an exception other than kiln::Error, a round-trip mismatch, a backend error or mismatch on a generated
-# graph, a timeout or running out of memory); the input that triggers it is left in build-fuzz/findings/.
+# graph runs on the inductor against the fp64 reference): builds them in the sanitized tree build-asan/
+# (clang-19, libFuzzer, ASan and UBSan: ci/build.sh --sanitize, shared with ci/test.sh --sanitize) and runs
+# each for its share of a fixed time (half .kir, a quarter repro, a quarter graph) over the seeds in
+# fuzz/corpus/<target>/. Exits non-zero on a finding (a crash, a sanitizer report, an exception other than
+# kiln::Error, a round-trip mismatch, a backend error or mismatch on a generated graph, a timeout or running
+# out of memory); the input that triggers it is left in build-asan/findings/.
 # Usage: bash ci/fuzz.sh [SECONDS]   (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budget=${1:-60}
-dir=build-fuzz
+dir=build-asan
 
 bash ci/install-deps.sh  # clang-19, libclang-rt-19-dev (libFuzzer), libomp-19-dev (OpenMP for clang)
-CC=clang-19 CXX=clang++-19 cmake -S . -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$dir" --target kir-fuzzer repro-fuzzer graph-fuzzer
+bash ci/build.sh --sanitize kir-fuzzer repro-fuzzer graph-fuzzer
 
-# Each fuzzer adds what it learns to a working corpus under build-fuzz/; the checked-in seeds stay small.
+# Each fuzzer adds what it learns to a working corpus under build-asan/; the checked-in seeds stay small.
 findings="$dir/findings"
 mkdir -p "$findings"
 export OMP_NUM_THREADS=1

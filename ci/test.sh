@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs kiln's whole test suite with ctest.
 # Usage: bash ci/test.sh              RelWithDebInfo build in build/
-#        bash ci/test.sh --sanitize   ASan + UBSan build in build-asan/
+#        bash ci/test.sh --sanitize   ASan + UBSan build in build-asan/ (clang-19; the tree ci/fuzz.sh fuzzes from)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
 if [[ ${1:-} == --sanitize ]]; then
-  bash ci/build.sh build-asan -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF
+  bash ci/build.sh --sanitize
   # allow_user_segv_handler: the isolated runner's child restores the default SIGSEGV action so a crash is a
   # signal, not an ASan report. detect_leaks=1: a leak fails its test (forked children end with _exit and are
   # not checked; tests/test_autograd_cycles.cpp checks autograd's histories without the sanitizer too).

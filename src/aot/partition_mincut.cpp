@@ -13,8 +13,11 @@
 #include <optional>
 
 // Boost 1.74's adjacency list trips GCC 12's -Wmaybe-uninitialized inside its own headers.
+// (clang has no such warning.)
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
 #pragma GCC diagnostic pop

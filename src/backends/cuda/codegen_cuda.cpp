@@ -43,8 +43,6 @@ constexpr int64_t kSplitMaxOuter = 64;
 constexpr int64_t kSplitMaxBlocks = 1024;
 constexpr int64_t kSplitRowPerThread = 16;
 
-bool is_unsigned_dtype(DType dt) { return dt == DType::U8 || dt == DType::Bool; }
-
 // The C type a value of compute dtype `dt` has in registers.
 const char* compute_ctype(DType dt) {
   switch (compute_dtype_of(dt)) {
