@@ -7,7 +7,7 @@ run on and PyTorch's outputs for them, so the imported graph can be checked agai
     # kiln's committed CI fixtures (tests/fixtures/pt2/), with random weights (all, or those named)
     python3 tools/export_pt2.py --fixtures --out tests/fixtures/pt2
     python3 tools/export_pt2.py --fixtures unet ranker --out tests/fixtures/pt2
-    python3 tools/export_pt2.py --fixtures scatter_ops pool3d bag_ops --out tests/fixtures/pt2
+    python3 tools/export_pt2.py --fixtures scatter_ops pool3d bag_ops fold_ir --out tests/fixtures/pt2
     # the Core ATen op list (ops tagged torch.Tag.core) behind `kiln ops --coverage`
     python3 tools/export_pt2.py --core-aten-ops src/import/core_aten_ops.txt
 
@@ -196,6 +196,15 @@ class BagDistanceSample(torch.nn.Module):
                 sample(img, grid, mode="nearest", padding_mode="border", align_corners=True))
 
 
+class FoldIR(torch.nn.Module):
+    """ATen ops that run_decompositions() would decompose, called directly and exported without decomposing:
+    col2im (nn.Fold's op) and select_scatter."""
+
+    def forward(self, cols, x, src):
+        return (torch.ops.aten.col2im(cols, [7, 5], [2, 3], [1, 1], [1, 1], [2, 1]),
+                torch.ops.aten.select_scatter(x, src, 1, -1))
+
+
 def write_fixtures(out: Path, only=()) -> None:
     torch.manual_seed(20261125)
     ids = torch.randint(0, 50, (2, 8))
@@ -214,9 +223,10 @@ def write_fixtures(out: Path, only=()) -> None:
     cases["bag_ops"] = (BagDistanceSample(), (ids, torch.tensor([0, 3, 3, 7]), torch.rand(10), torch.randn(5, 4),
                                               torch.randn(1, 12, 20), torch.randn(1, 2, 5, 6),
                                               torch.rand(1, 3, 4, 2) * 2.4 - 1.2))
+    cases["fold_ir"] = (FoldIR(), (torch.randn(2, 12, 20), torch.randn(2, 3, 4), torch.randn(2, 4)))
     for name, (model, inputs) in cases.items():
         if not only or name in only:
-            print("wrote", export_model(model, inputs, out, name))
+            print("wrote", export_model(model, inputs, out, name, decompose=not name.endswith("_ir")))
 
 
 def write_core_aten_ops(path: Path) -> None:
