@@ -353,7 +353,7 @@ TEST_F(ImportOps, RandpermIsAPermutationAndSelectScatterTakesANegativeIndex) {
   EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1, 2, -1, 4, 5, -2}));
 }
 
-TEST_F(ImportOps, ScatterReduceMaxAndBicubicGridSamplingAreNamedRefusals) {
+TEST_F(ImportOps, ScatterReduceMaxBicubicSamplingAndAMisfitSliceAreNamedRefusals) {
   kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3}, {3});
   kiln::Tensor index = kiln::Tensor::from_vector<int64_t>({0, 0, 2}, {3});
   CliResult r = import_one("torch.ops.aten.scatter_reduce.two", {{"x", x}, {"index", index}},
@@ -368,4 +368,8 @@ TEST_F(ImportOps, ScatterReduceMaxAndBicubicGridSamplingAreNamedRefusals) {
                   {"padding_mode", {{"as_int", 0}}}, {"align_corners", {{"as_bool", false}}}}, {meta(7, {1, 1, 1, 1})});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("interpolation_mode 'bicubic' is not supported"), std::string::npos) << r.output;
+  r = import_one("torch.ops.aten.slice_scatter.default", {{"x", x}, {"src", x}},
+                 {{"self", tensor_arg("x")}, {"src", tensor_arg("src")}, {"start", {{"as_int", 1}}}}, {meta(7, {3})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("src has 3 elements along dim 0 where the slice [1:3:1] has 2"), std::string::npos) << r.output;
 }

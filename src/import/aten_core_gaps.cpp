@@ -78,9 +78,12 @@ void add_scatters(Rows& r) {
     const int64_t dim = wrap_dim(n, n.int_or("dim", 0), self.sizes.size());
     const int64_t size = self.sizes.empty() ? 1 : self.sizes[size_t(dim)], step = n.int_or("step", 1);
     require(n, step > 0, fmt::format("step must be positive, got {}", step));
-    int64_t start = n.int_or("start", 0);
-    if (start < 0) start += size;
-    start = std::clamp<int64_t>(start, 0, size);
+    auto clamped = [size](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size); };
+    const int64_t start = clamped(n.int_or("start", 0)), end = std::max(start, clamped(n.int_or("end", size)));
+    const Shape src = meta_of(n, n.tensor("src")).sizes;
+    const int64_t length = (end - start + step - 1) / step, given = src.empty() ? 1 : src[size_t(dim)];
+    require(n, given == length, fmt::format("src has {} elements along dim {} where the slice [{}:{}:{}] has {}", given,
+                                            dim, start, end, step, length));
     return std::vector<ValueId>{scatter_strided(n, id_of(n.tensor("self")), id_of(n.tensor("src")), dim, start, step)};
   }, true};
   r["select_scatter.default"] = {[](AtenNode& n) {
