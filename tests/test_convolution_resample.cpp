@@ -62,11 +62,19 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-TEST(ConvolutionRefusals, TransposedThreeDAndBilinearU8SayWhy) {
+TEST(ConvolutionTransposed3D, OneDeepIsTheTransposed2DConvolution) {
+  // Depth 1 and kernel depth 1: the 3-D path (spread, pad and flip along D too) must reduce to the 2-D one.
+  const Tensor x = random_tensor({1, 2, 1, 3, 3}, 4), w = random_tensor({2, 3, 1, 2, 2}, 5), b = random_tensor({3}, 6);
+  const Tensor y3 = convolution(x, w, b, {1, 2, 2}, {0, 1, 0}, {1, 1, 1}, true, {0, 1, 1}, 1);
+  const Tensor y2 = convolution(select(x, 2, 0), select(w, 2, 0), b, {2, 2}, {1, 0}, {1, 1}, true, {1, 1}, 1);
+  ASSERT_EQ(y3.sizes(), (Shape{1, 3, 1, 5, 7}));
+  const Tensor a = contiguous(select(y3, 2, 0)), c = contiguous(y2);
+  ASSERT_EQ(a.sizes(), c.sizes());
+  for (int64_t i = 0; i < a.numel(); ++i) EXPECT_NEAR(a.data<double>()[i], c.data<double>()[i], 1e-12) << i;
+}
+
+TEST(ConvolutionRefusals, RankMismatchAndBilinearU8SayWhy) {
   const Tensor x = random_tensor({1, 2, 3, 3, 3}, 4), w = random_tensor({2, 2, 2, 2, 2}, 5);
-  EXPECT_NE(error_of([&] { convolution(x, w, Tensor(), {1}, {0}, {1}, true, {0}, 1); })
-                .find("transposed 3-D convolution is not supported by kiln yet"),
-            std::string::npos);
   EXPECT_NE(error_of([&] { convolution(x, select(w, 2, 0), Tensor(), {1}, {0}, {1}, false, {0}, 1); })
                 .find("expected 4-dimensional input for 4-dimensional weight"),
             std::string::npos);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <zip.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -327,4 +328,48 @@ TEST_F(ImportOps, NonFiniteFloatsAreReadAsTorchExportWritesThem) {
                  {meta(7, {3})});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("does not follow torch.export's schema"), std::string::npos) << r.output;
+}
+
+// The rows of src/import/aten_core_gaps.cpp are checked against PyTorch by the scatter_ops, pool3d and bag_ops
+// fixtures (test_import.cpp); here what a fixture cannot show: randperm's values and the named refusals.
+TEST_F(ImportOps, RandpermIsAPermutationAndSelectScatterTakesANegativeIndex) {
+  CliResult r = import_one("torch.ops.aten.randperm.default", {}, {{"n", {{"as_int", 6}}}}, {meta(5, {6})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string backend : {"eager", "inductor"}) {
+    std::vector<kiln::Tensor> y = run(backend, 1);
+    ASSERT_EQ(y.size(), 1u);
+    std::vector<int64_t> v = ints_of(y[0]);
+    std::sort(v.begin(), v.end());
+    EXPECT_EQ(v, (std::vector<int64_t>{0, 1, 2, 3, 4, 5})) << backend;
+  }
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  kiln::Tensor src = kiln::Tensor::from_vector<float>({-1, -2}, {2});
+  r = import_one("torch.ops.aten.select_scatter.default", {{"x", x}, {"src", src}},
+                 {{"self", tensor_arg("x")}, {"src", tensor_arg("src")}, {"dim", {{"as_int", 1}}}, {"index", {{"as_int", -1}}}},
+                 {meta(7, {2, 3})});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<kiln::Tensor> y = run("inductor", 1);
+  ASSERT_EQ(y.size(), 1u);
+  EXPECT_EQ(floats_of(y[0]), (std::vector<float>{1, 2, -1, 4, 5, -2}));
+}
+
+TEST_F(ImportOps, ScatterReduceMaxBicubicSamplingAndAMisfitSliceAreNamedRefusals) {
+  kiln::Tensor x = kiln::Tensor::from_vector<float>({1, 2, 3}, {3});
+  kiln::Tensor index = kiln::Tensor::from_vector<int64_t>({0, 0, 2}, {3});
+  CliResult r = import_one("torch.ops.aten.scatter_reduce.two", {{"x", x}, {"index", index}},
+                           {{"self", tensor_arg("x")}, {"dim", {{"as_int", 0}}}, {"index", tensor_arg("index")},
+                            {"src", tensor_arg("x")}, {"reduce", {{"as_string", "amax"}}}}, {meta(7, {3})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("(aten.scatter_reduce.two): reduce='amax' is not supported"), std::string::npos) << r.output;
+  kiln::Tensor img = kiln::Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2});
+  kiln::Tensor grid = kiln::Tensor::from_vector<float>({0, 0}, {1, 1, 1, 2});
+  r = import_one("torch.ops.aten.grid_sampler_2d.default", {{"img", img}, {"grid", grid}},
+                 {{"input", tensor_arg("img")}, {"grid", tensor_arg("grid")}, {"interpolation_mode", {{"as_int", 2}}},
+                  {"padding_mode", {{"as_int", 0}}}, {"align_corners", {{"as_bool", false}}}}, {meta(7, {1, 1, 1, 1})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("interpolation_mode 'bicubic' is not supported"), std::string::npos) << r.output;
+  r = import_one("torch.ops.aten.slice_scatter.default", {{"x", x}, {"src", x}},
+                 {{"self", tensor_arg("x")}, {"src", tensor_arg("src")}, {"start", {{"as_int", 1}}}}, {meta(7, {3})});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("src has 3 elements along dim 0 where the slice [1:3:1] has 2"), std::string::npos) << r.output;
 }

@@ -7,6 +7,7 @@ run on and PyTorch's outputs for them, so the imported graph can be checked agai
     # kiln's committed CI fixtures (tests/fixtures/pt2/), with random weights (all, or those named)
     python3 tools/export_pt2.py --fixtures --out tests/fixtures/pt2
     python3 tools/export_pt2.py --fixtures unet ranker --out tests/fixtures/pt2
+    python3 tools/export_pt2.py --fixtures scatter_ops pool3d bag_ops fold_ir --out tests/fixtures/pt2
     # the Core ATen op list (ops tagged torch.Tag.core) behind `kiln ops --coverage`
     python3 tools/export_pt2.py --core-aten-ops src/import/core_aten_ops.txt
 
@@ -146,6 +147,64 @@ class TinyRanker(torch.nn.Module):
         return x, top_values, top_indices, torch.sort(scores, dim=-1, descending=True).values
 
 
+class ScatterOps(torch.nn.Module):
+    """Assignments into a strided slice and one index (slice_scatter, select_scatter), masked_scatter and
+    scatter_reduce (sum onto zeros, mean leaving self out)."""
+
+    def forward(self, x, src, index):
+        y = x.clone()
+        y[:, 1:7:2] = src[:, :3]
+        y[:, 0] = src[:, 3]
+        z = x.masked_scatter(x > 0.5, src)
+        s = torch.zeros(4, 8).scatter_reduce(1, index, src, "sum")
+        m = x.scatter_reduce(1, index, src, "mean", include_self=False)
+        return y, z, s, m
+
+
+class Tiny3D(torch.nn.Module):
+    """A video-style stem: a 3-D convolution, instance norm, 3-D max and average pools, adaptive pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.norm = torch.nn.Conv3d(2, 4, 3, padding=1), torch.nn.InstanceNorm3d(4, affine=True)
+        torch.nn.init.uniform_(self.norm.weight, 0.5, 1.5)
+        torch.nn.init.uniform_(self.norm.bias, -0.5, 0.5)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.conv(x)))
+        a = torch.nn.functional.max_pool3d(x, (2, 3, 3), stride=2, padding=1)
+        b = torch.nn.functional.avg_pool3d(x, 3, stride=2, padding=1, count_include_pad=False)
+        c = torch.nn.functional.adaptive_avg_pool3d(x, (3, 2, 2))
+        return a, b, c, torch.nn.functional.avg_pool3d(x, 2)
+
+
+class BagDistanceSample(torch.nn.Module):
+    """EmbeddingBag (sum with per-sample weights; mean with padding_idx, an empty bag), cdist, pdist,
+    nn.Fold (col2im) and grid_sample (bilinear with zeros padding, nearest with border padding)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag_sum = torch.nn.EmbeddingBag(20, 6, mode="sum")
+        self.bag_mean = torch.nn.EmbeddingBag(20, 6, mode="mean", padding_idx=0)
+        self.fold = torch.nn.Fold(output_size=(7, 5), kernel_size=(2, 3), stride=(2, 1), padding=(1, 1))
+
+    def forward(self, ids, offsets, weights, pts, cols, img, grid):
+        sample = torch.nn.functional.grid_sample
+        return (self.bag_sum(ids, offsets, per_sample_weights=weights), self.bag_mean(ids, offsets),
+                torch.cdist(pts, pts[:3]), torch.cdist(pts, pts[:3], p=1.0), torch.nn.functional.pdist(pts),
+                self.fold(cols), sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=False),
+                sample(img, grid, mode="nearest", padding_mode="border", align_corners=True))
+
+
+class FoldIR(torch.nn.Module):
+    """ATen ops that run_decompositions() would decompose, called directly and exported without decomposing:
+    col2im (nn.Fold's op) and select_scatter."""
+
+    def forward(self, cols, x, src):
+        return (torch.ops.aten.col2im(cols, [7, 5], [2, 3], [1, 1], [1, 1], [2, 1]),
+                torch.ops.aten.select_scatter(x, src, 1, -1))
+
+
 def write_fixtures(out: Path, only=()) -> None:
     torch.manual_seed(20261125)
     ids = torch.randint(0, 50, (2, 8))
@@ -156,9 +215,18 @@ def write_fixtures(out: Path, only=()) -> None:
     torch.manual_seed(20261126)  # the fixtures added later draw from their own seed
     cases["unet"] = (TinyUNet(), (torch.randn(1, 3, 16, 16),))
     cases["ranker"] = (TinyRanker(), (torch.randn(2, 8, 16),))
+    torch.manual_seed(20261127)
+    cases["scatter_ops"] = (ScatterOps(), (torch.rand(4, 8), torch.randn(4, 8), torch.randint(0, 8, (4, 8))))
+    cases["pool3d"] = (Tiny3D(), (torch.randn(1, 2, 6, 8, 8),))
+    ids = torch.randint(0, 20, (10,))
+    ids[[1, 5]] = 0  # padding_idx of bag_mean
+    cases["bag_ops"] = (BagDistanceSample(), (ids, torch.tensor([0, 3, 3, 7]), torch.rand(10), torch.randn(5, 4),
+                                              torch.randn(1, 12, 20), torch.randn(1, 2, 5, 6),
+                                              torch.rand(1, 3, 4, 2) * 2.4 - 1.2))
+    cases["fold_ir"] = (FoldIR(), (torch.randn(2, 12, 20), torch.randn(2, 3, 4), torch.randn(2, 4)))
     for name, (model, inputs) in cases.items():
         if not only or name in only:
-            print("wrote", export_model(model, inputs, out, name))
+            print("wrote", export_model(model, inputs, out, name, decompose=not name.endswith("_ir")))
 
 
 def write_core_aten_ops(path: Path) -> None:

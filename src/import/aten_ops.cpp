@@ -706,6 +706,7 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_core_copies_and_norms(r);
     add_convolutions(r);
     add_sorts(r);
+    add_core_aten_gaps(r);
     return r;
   }();
   return rows;

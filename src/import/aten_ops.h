@@ -66,5 +66,7 @@ double float_from_serialized(const nlohmann::json& v);
 
 // Keyed by "addmm.default" (the target without "torch.ops.aten.").
 const std::map<std::string, AtenRow, std::less<>>& aten_rows();
+// The rows of aten_core_gaps.cpp: Core ATen ops real models export that kiln writes with several of its ops.
+void add_core_aten_gaps(std::map<std::string, AtenRow, std::less<>>& rows);
 
 }  // namespace kiln::importer

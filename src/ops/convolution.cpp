@@ -1,9 +1,9 @@
 // ATen's general `convolution` (1-D, 2-D and 3-D, grouped, transposed) as a decomposition into conv2d, so
 // eager, gradients and the inductor come from conv2d's kernel and VJP: 1-D runs as 2-D over [N, C, 1, L];
-// 3-D sums one 2-D convolution per kernel depth over the depth slices it reads; a transposed 2-D convolution is
-// the direct convolution of the input spread by the stride (zeros between neighbours), padded by
+// 3-D sums one 2-D convolution per kernel depth over the depth slices it reads; a transposed 2-D or 3-D
+// convolution is the direct convolution of the input spread by the stride (zeros between neighbours), padded by
 // dilation * (k - 1) - padding (plus output_padding after), with the weight's in/out channels swapped per group
-// and its kernel flipped. Transposed 3-D is refused (docs/import.md).
+// and its kernel flipped.
 #include <vector>
 
 #include "ops/common.h"
@@ -43,43 +43,6 @@ Tensor spread(const Tensor& x, int64_t dim, int64_t stride) {
   return narrow(reshape(pad(u, pads), widened), dim, 0, (n - 1) * stride + 1);
 }
 
-Tensor transposed_2d(const Tensor& x, const Tensor& w, const ConvArgs& a) {
-  const int64_t in_channels = w.sizes()[0], g = a.groups;
-  KILN_CHECK(g > 0, "convolution: non-positive groups is not supported, got groups={}", g);
-  KILN_CHECK(in_channels % g == 0, "convolution: given groups={}, expected weight to be divisible by {} at dimension "
-             "0, but got weight of size {} instead", g, g, shape_str(w.sizes()));
-  KILN_CHECK(x.sizes()[1] == in_channels, "convolution: given transposed=1, weight of size {}, expected input{} to "
-             "have {} channels, but got {} channels instead", shape_str(w.sizes()), shape_str(x.sizes()), in_channels,
-             x.sizes()[1]);
-  IntList pads(4);
-  Shape out_plane(2);
-  for (size_t d = 0; d < 2; ++d) {
-    const int64_t s = a.stride[d], p = a.padding[d], dil = a.dilation[d], op = a.output_padding[d];
-    KILN_CHECK(s > 0 && dil > 0 && p >= 0 && op >= 0, "convolution: stride and dilation must be positive and padding "
-               "and output_padding non-negative, got stride={} padding={} dilation={} output_padding={}",
-               shape_str(a.stride), shape_str(a.padding), shape_str(a.dilation), shape_str(a.output_padding));
-    KILN_CHECK(op < s || op < dil, "convolution: output padding must be smaller than either stride or dilation, but "
-               "got output_padding={} stride={} dilation={}", shape_str(a.output_padding), shape_str(a.stride),
-               shape_str(a.dilation));
-    const int64_t k = w.sizes()[2 + d], before = dil * (k - 1) - p;
-    out_plane[d] = (x.sizes()[2 + d] - 1) * s - 2 * p + dil * (k - 1) + op + 1;
-    pads[2 * (1 - d)] = before;
-    pads[2 * (1 - d) + 1] = before + op;
-  }
-  KILN_CHECK(out_plane[0] > 0 && out_plane[1] > 0, "convolution: given input size per channel: ({} x {}), calculated "
-             "output size per channel: ({} x {}); output size is too small", x.sizes()[2], x.sizes()[3], out_plane[0],
-             out_plane[1]);
-  Tensor spread_x = spread(spread(x, 2, a.stride[0]), 3, a.stride[1]);
-  const int64_t out_per_group = w.sizes()[1], kh = w.sizes()[2], kw = w.sizes()[3];
-  Tensor direct_w = reshape(transpose(reshape(w, {g, in_channels / g, out_per_group, kh, kw}), 1, 2),
-                            {g * out_per_group, in_channels / g, kh, kw});
-  return conv2d(pad(spread_x, pads), flip(direct_w, {2, 3}), a.bias, {1, 1}, {0, 0}, a.dilation, g);
-}
-
-Tensor conv2d_of(const Tensor& x, const Tensor& w, const ConvArgs& a, bool transposed) {
-  return transposed ? transposed_2d(x, w, a) : conv2d(x, w, a.bias, a.stride, a.padding, a.dilation, a.groups);
-}
-
 // A 3-D convolution: for each kernel depth kd, the depth slices it reads ([N, C, OD, H, W], as OD images per
 // sample) through a 2-D convolution with the weight's slice kd; the sum, back to [N, O, OD, OH, OW].
 Tensor conv3d_by_depth(const Tensor& x, const Tensor& w, const ConvArgs& a) {
@@ -109,6 +72,52 @@ Tensor conv3d_by_depth(const Tensor& x, const Tensor& w, const ConvArgs& a) {
   return contiguous(permute(reshape(total, {N, OD, y[1], y[2], y[3]}), {0, 2, 1, 3, 4}));
 }
 
+// A transposed 2-D or 3-D convolution: the direct convolution (stride 1, no padding) of the input spread by
+// the stride and padded by dilation * (k - 1) - padding (plus output_padding after), with the weight's in/out
+// channels swapped per group and its kernel flipped.
+Tensor transposed_conv(const Tensor& x, const Tensor& w, const ConvArgs& a) {
+  const int64_t in_channels = w.sizes()[0], g = a.groups, dims = w.dim() - 2;
+  KILN_CHECK(g > 0, "convolution: non-positive groups is not supported, got groups={}", g);
+  KILN_CHECK(in_channels % g == 0, "convolution: given groups={}, expected weight to be divisible by {} at dimension "
+             "0, but got weight of size {} instead", g, g, shape_str(w.sizes()));
+  KILN_CHECK(x.sizes()[1] == in_channels, "convolution: given transposed=1, weight of size {}, expected input{} to "
+             "have {} channels, but got {} channels instead", shape_str(w.sizes()), shape_str(x.sizes()), in_channels,
+             x.sizes()[1]);
+  IntList pads(size_t(2 * dims));
+  Shape out_sizes(static_cast<size_t>(dims));
+  Tensor spread_x = x;
+  for (int64_t d = 0; d < dims; ++d) {
+    const int64_t s = a.stride[size_t(d)], p = a.padding[size_t(d)], dil = a.dilation[size_t(d)];
+    const int64_t op = a.output_padding[size_t(d)];
+    KILN_CHECK(s > 0 && dil > 0 && p >= 0 && op >= 0, "convolution: stride and dilation must be positive and padding "
+               "and output_padding non-negative, got stride={} padding={} dilation={} output_padding={}",
+               shape_str(a.stride), shape_str(a.padding), shape_str(a.dilation), shape_str(a.output_padding));
+    KILN_CHECK(op < s || op < dil, "convolution: output padding must be smaller than either stride or dilation, but "
+               "got output_padding={} stride={} dilation={}", shape_str(a.output_padding), shape_str(a.stride),
+               shape_str(a.dilation));
+    const int64_t k = w.sizes()[size_t(2 + d)], before = dil * (k - 1) - p;
+    out_sizes[size_t(d)] = (x.sizes()[size_t(2 + d)] - 1) * s - 2 * p + dil * (k - 1) + op + 1;
+    pads[size_t(2 * (dims - 1 - d))] = before;  // pad lists (before, after) from the last dim back
+    pads[size_t(2 * (dims - 1 - d) + 1)] = before + op;
+    spread_x = spread(spread_x, 2 + d, s);
+  }
+  for (int64_t size : out_sizes)
+    KILN_CHECK(size > 0, "convolution: given input size per channel: {}, calculated output size per channel: {}; "
+               "output size is too small", shape_str(Shape(x.sizes().begin() + 2, x.sizes().end())), shape_str(out_sizes));
+  const int64_t out_per_group = w.sizes()[1];
+  Shape grouped = {g, in_channels / g, out_per_group}, direct = {g * out_per_group, in_channels / g};
+  IntList kernel_dims;
+  for (int64_t d = 0; d < dims; ++d) {
+    grouped.push_back(w.sizes()[size_t(2 + d)]);
+    direct.push_back(w.sizes()[size_t(2 + d)]);
+    kernel_dims.push_back(2 + d);
+  }
+  Tensor direct_w = flip(reshape(transpose(reshape(w, grouped), 1, 2), direct), kernel_dims);
+  const Tensor padded = pad(spread_x, pads);
+  if (dims == 2) return conv2d(padded, direct_w, a.bias, {1, 1}, {0, 0}, a.dilation, g);
+  return conv3d_by_depth(padded, direct_w, {a.bias, IntList(3, 1), IntList(3, 0), a.dilation, IntList(3, 0), g});
+}
+
 std::vector<Tensor> convolution_decomp(const OpCall& c) {
   const Tensor &x = c.tensor(0), &w = c.tensor(1);
   const int64_t dims = w.dim() - 2;
@@ -121,9 +130,14 @@ std::vector<Tensor> convolution_decomp(const OpCall& c) {
                    expand_param(c.ints(5), dims, "dilation"), expand_param(c.ints(7), dims, "output_padding"),
                    c.int_(8)};
   const bool transposed = c.bool_(6);
-  if (dims == 1) return {squeeze(conv2d_of(unsqueeze(x, 2), unsqueeze(w, 2), lifted_to_2d(a), transposed), IntList{2})};
-  if (dims == 2) return {conv2d_of(x, w, a, transposed)};
-  KILN_CHECK(!transposed, "convolution: transposed 3-D convolution is not supported by kiln yet (docs/import.md)");
+  if (dims == 1) {
+    const ConvArgs a2 = lifted_to_2d(a);
+    const Tensor x2 = unsqueeze(x, 2), w2 = unsqueeze(w, 2);
+    return {squeeze(transposed ? transposed_conv(x2, w2, a2)
+                               : conv2d(x2, w2, a2.bias, a2.stride, a2.padding, a2.dilation, a2.groups), IntList{2})};
+  }
+  if (transposed) return {transposed_conv(x, w, a)};
+  if (dims == 2) return {conv2d(x, w, a.bias, a.stride, a.padding, a.dilation, a.groups)};
   return {conv3d_by_depth(x, w, a)};
 }
 

@@ -1455,6 +1455,10 @@ def gen_convolution(ctx, op):
                     [0, 0], groups=2), fn, "transposed 2-D, grouped and dilated")
     yield Case(conv(ctx.t([1, 2, 6], "f32"), ctx.t([2, 3, 4], "f32"), ctx.t([3], "f32"), [2], [1], [1], True, [0]), fn,
                "transposed 1-D")
+    yield Case(conv(ctx.t([1, 2, 3, 4, 3], "f32"), ctx.t([2, 3, 2, 3, 2], "f32"), ctx.t([3], "f32"), [2, 1, 2],
+                    [1, 1, 0], [1, 2, 1], True, [1, 0, 1]), fn, "transposed 3-D, strided, dilated, output_padding")
+    yield Case(conv(ctx.t([1, 4, 2, 3, 2], "f64"), ctx.t([4, 1, 2, 2, 2], "f64"), None, [1, 2, 1], [0, 0, 1], [1, 1, 1],
+                    True, [0, 1, 0], groups=2), fn, "transposed 3-D, grouped")
     yield Case(conv(ctx.t([1, 2, 4, 4], "f16"), ctx.t([3, 2, 3, 3], "f16"), None, [1], [1], [1]), fn,
                "f16, one value for every dim")
     yield Case(conv(ctx.t([1, 2, 4, 4], "f32"), ctx.t([2, 2, 3, 3], "f32"), None, [1, 1], [0, 0], [1, 1], True, [1, 1]),
