@@ -12,6 +12,7 @@
 #include "kiln_version.h"
 #include "minifier/minifier.h"
 #include "repro/oracle.h"
+#include "repro/training.h"
 
 namespace kiln::bisect {
 namespace {
@@ -43,6 +44,8 @@ std::vector<std::string> conclusion(const DoctorResult& d) {
   lines.push_back(fmt::format("Repro file: `{}` (check it with `kiln repro run {}`; {})", d.repro_path, d.repro_path,
                               d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + d.reverify_message));
   const BisectReport& b = d.bisect;
+  lines.push_back(fmt::format("First failing stage: `{}` ({}).", b.stage.empty() ? d.failing_backend : b.stage,
+                              outcome_name(b.outcome)));
   if (b.culprit && !b.culprit->is_flip)
     lines.push_back(fmt::format("The bad pass: `{}` application #{} (`{}`{}): `{}` fails, `{}` passes.", b.culprit->site,
                                 b.culprit->application, b.culprit->site_info,
@@ -111,6 +114,7 @@ std::vector<LadderRung> ablate(const graph::Graph& g, const std::vector<Tensor>&
     oo.backend = b;
     oo.tolerance = o.tolerance;
     oo.timeout_s = o.timeout_s;
+    oo.gradients = trains(g);  // a wrong VJP or partition shows only in the gradients
     FailureSignature f = FailureOracle(oo).classify(g, inputs);
     if (o.progress) fmt::print(stderr, "kiln doctor: ablation: {} {}\n", b, f.failed() ? "FAILS: " + std::string(failure_kind_name(f.kind)) : "passes");
     rungs.push_back({b, counts_as_failure(o.want, f) ? f : FailureSignature{}});
@@ -127,6 +131,7 @@ minify::MinifyResult minify_failure(const graph::Graph& g, const std::vector<Ten
   mo.jobs = o.jobs;
   mo.timeout_s = o.bisect.timeout_s;
   mo.tolerance = o.bisect.tolerance;
+  mo.gradients = trains(g);
   mo.output = repro_path;
   mo.progress = o.bisect.progress;
   mo.config = minify::current_config();

@@ -1,7 +1,9 @@
 // The bisector's node step for a training graph failing on an AOT rung (aot_eager, aot_eager_decomp_partition):
 // the forward and backward graphs that rung builds, run in the fp64 interpreter, against the joint graph built
 // without the rung's own steps (no decomposition, the default partition, no injected bug), values matched by
-// name; the first value of the forward, then the backward graph, that diverges is the first diverging node.
+// name, or by provenance where a decomposition made them (graph.h ValueInfo::stands_for: the composite's result
+// is compared with the composite's value, and the composite is the node named); the first value of the forward,
+// then the backward graph, that diverges is the first diverging node.
 #include <fmt/format.h>
 
 #include "aot/compiled.h"
@@ -36,7 +38,25 @@ Tensor as_input_of(const graph::Graph& g, graph::ValueId id, const Tensor& t) {
   return to(t, g.value(id).meta.dtype);
 }
 
-// The first value of `part` (in node order) whose reference (the joint's value of the same name and shape)
+// The value of `joint` that `id` of `part` computes: the one of its name, else (a value a decomposition made)
+// the one it stands for.
+std::optional<graph::ValueId> counterpart(const graph::Graph& part, graph::ValueId id, const graph::Graph& joint) {
+  if (std::optional<graph::ValueId> same = joint.find_value(part.value(id).name)) return same;
+  const std::string& source = part.value(id).stands_for;
+  return source.empty() ? std::nullopt : joint.find_value(source);
+}
+
+// "%v = logsumexp (line 6:3)", or for a value made under another name (a decomposition's result, an injected
+// VJP's wrong gradient), the node of the joint it stands for, then what computed it in the rung's graph.
+std::string label_of(const graph::Graph& part, const graph::Node& n, graph::ValueId id, const graph::Graph& joint,
+                     graph::ValueId rid) {
+  if (part.value(id).name == joint.value(rid).name || joint.value(rid).producer < 0) return graph::node_label(part, n);
+  return fmt::format("{} (computed as %{} = {} in the rung's graph)",
+                     graph::node_label(joint, joint.nodes()[size_t(joint.value(rid).producer)]), part.value(id).name,
+                     n.kind == graph::NodeKind::Op ? std::string(n.info().name) : "constant");
+}
+
+// The first value of `part` (in node order) whose reference (the joint's value it computes, of the same shape)
 // differs beyond `tolerance`.
 std::optional<Divergence> first_diverging(const graph::Graph& part, const std::vector<Tensor>& values,
                                           const graph::Graph& joint, const std::vector<Tensor>& ref,
@@ -45,7 +65,7 @@ std::optional<Divergence> first_diverging(const graph::Graph& part, const std::v
   cmp.tol = tolerance;
   for (const graph::Node& n : part.nodes()) {
     for (graph::ValueId id : n.outputs) {
-      std::optional<graph::ValueId> rid = joint.find_value(part.value(id).name);
+      std::optional<graph::ValueId> rid = counterpart(part, id, joint);
       const Tensor& got = values[size_t(id)];
       if (!rid || !got.defined() || !ref[size_t(*rid)].defined() || !is_floating(got.dtype())) continue;
       const Tensor& want = ref[size_t(*rid)];
@@ -54,7 +74,7 @@ std::optional<Divergence> first_diverging(const graph::Graph& part, const std::v
       if (v.ok) continue;
       Divergence d;
       d.value = part.value(id).name;
-      d.node = graph::node_label(part, n);
+      d.node = label_of(part, n, id, joint, *rid);
       d.step = step;
       d.verdict = v.str();
       d.worst_index = v.outputs[0].worst_index;
@@ -96,7 +116,7 @@ void find_aot_divergence(const graph::Graph& g, const std::vector<Tensor>& input
   const std::vector<Tensor> fwd_values = fp64_values(fwd, primals);
   std::string narrowed = fmt::format("the {} forward and backward graphs in the fp64 interpreter against the joint "
                                      "graph without its decompositions, partition and injected bugs (values matched "
-                                     "by name)", r.stage);
+                                     "by name or by the composite a decomposition stands for)", r.stage);
   if (std::optional<Divergence> d = first_diverging(fwd, fwd_values, joint, ref, "the AOT forward graph", o.tolerance)) {
     r.divergence = *d, r.divergence->narrowed_by = narrowed;
     return;

@@ -38,8 +38,10 @@ const std::vector<Flip>& flips() {
 
 std::vector<std::string> ladder_to(const std::string& backend) {
   std::vector<std::string> names = backend_names(), ladder;
-  for (const char* rung : {"eager", "aot_eager", "aot_eager_decomp_partition"})
-    if (rung != backend && std::find(names.begin(), names.end(), rung) != names.end()) ladder.push_back(rung);
+  for (const char* rung : {"eager", "aot_eager", "aot_eager_decomp_partition"}) {
+    if (rung == backend) break;  // a rung of the ladder as the target: the ladder ends there
+    if (std::find(names.begin(), names.end(), rung) != names.end()) ladder.push_back(rung);
+  }
   ladder.push_back(backend);
   return ladder;
 }

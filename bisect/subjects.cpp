@@ -96,34 +96,21 @@ class GraphSubject : public Subject {
  public:
   GraphSubject(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o, std::string rerun)
       : g_(g), inputs_(inputs), o_(o), rerun_(std::move(rerun)), seed_(default_generator()), training_(trains(g)) {
-    OracleOptions oo;
-    oo.tolerance = o.tolerance;
-    oo.seed_state = seed_;
-    if (training_) {  // judged on the outputs and the gradients (repro/training.h)
-      run_ = training_run(g);
-      try {
-        ref_ = training_baselines(g, inputs, run_, seed_);
-      } catch (const Error& e) {
-        fail("the fp64 reference training run of this graph fails, so it cannot show a backend bug: {}", e.what());
-      }
-      return;
+    try {  // a graph with `grad` inputs is judged on its outputs and gradients (repro/training.h)
+      ref_ = oracle_for("eager").baselines(g, inputs);
+    } catch (const Error& e) {
+      fail("the fp64 reference{} run of this graph fails, so it cannot show a backend bug: {}",
+           training_ ? " training" : "", e.what());
     }
-    ref_ = FailureOracle(oo).baselines(g, inputs);  // a graph whose reference fails is an error here
   }
 
   TrialResult run(const Trial& t) override {
-    if (training_) return run_training_trial(t);
-    OracleOptions oo;
-    oo.backend = t.backend;
-    oo.tolerance = o_.tolerance;
-    oo.timeout_s = o_.timeout_s;
-    oo.seed_state = seed_;
-    FailureOracle oracle(oo);
+    const FailureOracle oracle = oracle_for(t.backend);
     IsolatedResult r = run_isolated([&] {
       auto applied = apply_in_child(t, false);
       std::vector<Tensor> outs;
       std::optional<FailureSignature> error = oracle.run_backend(g_, graph::copy_inputs(inputs_), false, outs);
-      FailureSignature f = error ? *error : oracle.compare(outs, ref_);
+      FailureSignature f = error ? *error : oracle.compare(g_, outs, ref_);
       return payload(f, hook_counts(), true, watched_bisect_site());
     }, o_.timeout_s, oracle.setup_limit_s());
     return decode(r);
@@ -143,25 +130,17 @@ class GraphSubject : public Subject {
   std::string rerun_;
   GeneratorState seed_;
   bool training_;
-  TrainingRun run_;
   ComparisonBaselines ref_;
 
-  // A training run: forward and backward on the trial's backend (compiling inside the run), the outputs and
-  // the gradients judged against the reference's.
-  TrialResult run_training_trial(const Trial& t) {
-    IsolatedResult r = run_isolated([&] {
-      auto applied = apply_in_child(t, false);
-      FailureSignature f;
-      try {
-        default_generator() = seed_;
-        TrainingVerdict v = judge_training(g_, run_, run_training(t.backend, g_, inputs_, run_), ref_, o_.tolerance);
-        if (!v.ok) f = {FailureKind::Accuracy, v.text};
-      } catch (const std::exception& e) {
-        f = failure_of_exception(e);
-      }
-      return payload(f, hook_counts(), true, watched_bisect_site());
-    }, o_.timeout_s, setup_limit_for(o_.timeout_s));
-    return decode(r);
+  // The failure layer's oracle on `backend` with the bisector's tolerance, time limit and random state.
+  FailureOracle oracle_for(const std::string& backend) const {
+    OracleOptions oo;
+    oo.backend = backend;
+    oo.tolerance = o_.tolerance;
+    oo.timeout_s = o_.timeout_s;
+    oo.seed_state = seed_;
+    oo.gradients = training_;
+    return FailureOracle(oo);
   }
 };
 

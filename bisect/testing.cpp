@@ -49,4 +49,27 @@ InjectedGraph injected_chain(const std::string& kind, int nodes) {
   return out;
 }
 
+const std::vector<std::string>& training_injection_kinds() {
+  static const std::vector<std::string> k = {"vjp", "partition"};
+  return k;
+}
+
+InjectedGraph injected_training_chain(const std::string& kind, int nodes) {
+  KILN_CHECK(kind == "vjp" || kind == "partition", "unknown training injection kind '{}' (vjp, partition)", kind);
+  // The lowering chain's steps with the relu made an exp (vjp) or a sin (partition: no injected op).
+  InjectedGraph out = injected_chain("lowering", nodes);
+  const std::string relu = fmt::format("%{} = relu(", out.site_value);
+  out.kir.replace(out.kir.find(relu), relu.size(), fmt::format("%{} = {}(", out.site_value, kind == "vjp" ? "exp" : "sin"));
+  out.kir.replace(out.kir.find("(%x: f32[16, 16])"), 17, "(%x: f32[16, 16] grad)");
+  out.kir.replace(out.kir.find("KILN_INJECT=relu:accuracy"), 25, "a training bug");
+  const int line = 3 + nodes / 2;  // the comment, the graph's line, then one line per node
+  if (kind == "vjp") out = {out.kir, "exp:vjp", "", "aot_eager", fmt::format("(line {}:", line)};
+  else out = {out.kir, "partition:accuracy", "", "aot_eager_decomp_partition", "_injected = add"};
+  // min-cut recomputes the chain from its start, so its first recomputed value (the wrong one) is %t0; %t3 =
+  // tanh(...) is an output too, so its VJP, which reads the value recomputed from %t0, weighs in the gradient
+  // (through a long chain of contracting ops the +1 is forgotten).
+  if (kind == "partition" && nodes / 2 != 3) out.kir.replace(out.kir.rfind("\n}\n"), 3, ", %t3\n}\n");
+  return out;
+}
+
 }  // namespace kiln::bisect

@@ -26,4 +26,14 @@ const std::vector<std::string>& injection_kinds();
 // About `nodes` op nodes (at least 4), the injected site at the middle.
 InjectedGraph injected_chain(const std::string& kind, int nodes);
 
+// The same chain run for training (its input marked `grad`, judged on outputs and gradients) with a bug of the AOT
+// rungs, which no site explains (they count none):
+//   vjp        %tP = exp(...) at the middle, the only exp    KILN_INJECT=exp:vjp (its VJP adds 1): stage aot_eager
+//   partition  the chain, %t3 an output too                 KILN_INJECT=partition:accuracy (min-cut recomputes its
+//                                                           first recomputed value, %t0, + 1): aot_eager_decomp_partition
+// `site` is empty, `site_value` the stage, `diverging` what the first diverging node's label contains: the
+// injected node's source line ("(line 53:") for vjp, the recomputation the partitioner made wrong for partition.
+const std::vector<std::string>& training_injection_kinds();
+InjectedGraph injected_training_chain(const std::string& kind, int nodes);
+
 }  // namespace kiln::bisect

@@ -40,13 +40,15 @@ void quiet_child() {
   if (null >= 0) dup2(null, STDERR_FILENO), close(null);
 }
 
-// Runs one job in the calling (child) process: the encoded FailureSignature.
-std::string run_job(const CheckJob& job, const CheckOptions& opts) {
+// Runs one job in the calling (child) process, with the program its compile step made (else the backend
+// compiles it): the encoded FailureSignature.
+std::string run_job(const CheckJob& job, const CheckOptions& opts, const GraphProgram& program) {
   AppliedConfig config(job.config);
   manual_seed(job.random_seed);
   std::vector<Tensor> outs;
   try {
-    outs = find_backend(opts.backend)(*job.graph, graph::copy_inputs(*job.inputs));
+    outs = program ? program(graph::copy_inputs(*job.inputs))
+                   : find_backend(opts.backend)(*job.graph, graph::copy_inputs(*job.inputs));
   } catch (const Error& e) {
     return encode_failure(failure_of_exception(e));
   }
@@ -70,19 +72,21 @@ namespace {
 std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts, size_t start, size_t end) {
   quiet_child();
   std::string out;
-  // The runs compile again where the backend bypasses its graph cache (under KILN_BISECT_*, core/bisect.h).
+  // The runs call the programs the compile step made: each graph compiles once, also where the backend bypasses
+  // its graph cache (under KILN_BISECT_*, core/bisect.h).
+  std::vector<GraphProgram> programs(end - start);
   compile_step_then_run([&] {
     if (const BackendCompileFn* compile = find_backend_compiler(opts.backend))
       for (size_t i = start; i < end; ++i) {
         AppliedConfig config(jobs[i].config);
         try {
-          (*compile)(*jobs[i].graph);  // a compile error shows again when the job runs
-        } catch (const Error&) {
+          programs[i - start] = (*compile)(*jobs[i].graph);
+        } catch (const Error&) {  // a compile error shows again when the job runs (the backend compiles it)
         }
       }
   }, [&] {
     isolated_run_starts();
-    for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts) + kSeparator;
+    for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts, programs[i - start]) + kSeparator;
   });
   return out;
 }

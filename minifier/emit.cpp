@@ -316,6 +316,7 @@ std::string emit_cpp(const ReproFile& r, const std::string& repro_path) {
   }
   s += "    kiln::OracleOptions oracle;\n";
   s += fmt::format("    oracle.backend = {};\n    oracle.tolerance = {};\n", nlohmann::json(r.backend).dump(), r.tolerance);
+  if (r.gradients) s += "    oracle.gradients = true;  // check: gradients (outputs, then the gradients)\n";
   s += "    kiln::FailureSignature f = kiln::FailureOracle(oracle).classify(g, inputs);\n";
   s += fmt::format("    std::printf(\"%s%s\\n\", std::string(kiln::failure_kind_name(f.kind)).c_str(), f.message.empty() ? \"\" : (\": \" + f.message).c_str());\n");
   s += fmt::format("    std::printf(\"recorded failure: %s\\n\", {});\n", cpp_literal(std::string(failure_kind_name(r.expected.kind))));

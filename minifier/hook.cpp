@@ -162,7 +162,7 @@ FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::
     o.backend = backend;
     o.strict_accuracy = false;  // --accuracy's rule: non-float outputs are not compared
     const FailureOracle oracle(o);
-    FailureSignature f = oracle.compare(outputs, oracle.baselines(g, inputs));
+    FailureSignature f = oracle.compare(g, outputs, oracle.baselines(g, inputs));
     if (!f.failed()) return {};
     write_and_maybe_minify(g, inputs, f, backend, true);
     return f;

@@ -70,7 +70,11 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
 
 void register_inject_test_backend() {
   register_backend(kInjectTestBackend, run_injected);
-  register_backend_compiler(kInjectTestBackend, [](const graph::Graph& g) { compile_injected(g, injected()); });
+  register_backend_compiler(kInjectTestBackend, [](const graph::Graph& g) -> GraphProgram {
+    compile_injected(g, injected());
+    auto keep = std::make_shared<graph::Graph>(g);
+    return [keep](const std::vector<Tensor>& in) { return run_injected(*keep, in); };
+  });
 }
 
 }  // namespace kiln::minify

@@ -65,8 +65,9 @@ uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs) {
 
 void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
                              const FailureSignature& failure, const std::map<std::string, std::string>& config,
-                             double tolerance, const std::string& path) {
+                             double tolerance, const std::string& path, bool gradients) {
   ReproFile r = make_repro(g);
+  r.gradients = gradients;
   r.backend = backend;
   r.config = config;
   r.tolerance = tolerance;
@@ -160,6 +161,7 @@ class MinifyRun {
     fo_.timeout_s = opts_.timeout_s;
     fo_.jobs = opts_.jobs;
     fo_.seed_state = seed_state_;
+    fo_.gradients = opts_.gradients;
     // Without --accuracy the target is whatever the original shows, judged as `kiln run --check` judges it:
     // integer and bool outputs compare exactly. --accuracy alone ignores them; --strict-accuracy does not.
     fo_.target.strict_accuracy = opts_.strict_accuracy || !opts_.accuracy;
@@ -277,7 +279,8 @@ class MinifyRun {
   void checkpoint(const graph::Graph& g, const std::vector<Tensor>& inputs, ReduceStats& s) {
     if (opts_.output.empty()) return;
     if (s.start_ops == 0) s.start_ops = std::get<0>(measure(g));
-    write_repro_with_inputs(g, inputs, opts_.backend, res_.original, opts_.config, opts_.tolerance, opts_.output);
+    write_repro_with_inputs(g, inputs, opts_.backend, res_.original, opts_.config, opts_.tolerance, opts_.output,
+                            opts_.gradients);
     write_state(opts_, fo_.target, s, false);
   }
 
@@ -313,7 +316,7 @@ class MinifyRun {
                                         : fmt::format("the minified graph no longer fails: {}", final.observed.kind);
     if (opts_.output.empty() || !final.fails) return;
     write_repro_with_inputs(res_.graph, res_.inputs, opts_.backend, res_.failure, opts_.config, opts_.tolerance,
-                            opts_.output);
+                            opts_.output, opts_.gradients);
     ReproOutcome o = reproduce(load_repro(opts_.output), opts_.output, opts_.timeout_s);
     res_.reverified = o.reproduces;
     res_.reverify_message = o.reproduces ? "kiln repro run: REPRODUCES"

@@ -29,6 +29,9 @@ struct MinifyOptions {
   bool accuracy = false;         // minify an accuracy failure (errors and crashes do not count)
   bool strict_accuracy = false;  // ... comparing non-float outputs too (implies accuracy)
   std::string check_str;         // errors match by this substring instead of the normalised message
+  // Judge outputs then gradients (a graph with inputs marked `grad`, repro/training.h); the repro records
+  // `check: gradients`, so `kiln repro run` checks the same.
+  bool gradients = false;
   int jobs = 1;                  // candidates run in parallel
   double timeout_s = 10;         // per candidate; longer counts as a hang
   double tolerance = 1e-4;       // the comparator's tolerance for accuracy failures
@@ -60,10 +63,11 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
 // NAME=VALUE pairs for a repro's config; tool settings (logs, debug dir, repro hooks) are left out.
 std::map<std::string, std::string> current_config();
 
-// Writes `g` with `inputs` as a repro file at `path` (inputs as DIR/<name>.npy in `path`.inputs/, hashed).
+// Writes `g` with `inputs` as a repro file at `path` (inputs as DIR/<name>.npy in `path`.inputs/, hashed);
+// `gradients`: the failure is of a training run's outputs and gradients (`check: gradients`).
 void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
                              const FailureSignature& failure, const std::map<std::string, std::string>& config,
-                             double tolerance, const std::string& path);
+                             double tolerance, const std::string& path, bool gradients = false);
 
 // Content hash of a graph and its inputs (for the checkpoint's state file).
 uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs);

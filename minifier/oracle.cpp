@@ -55,6 +55,7 @@ OracleOptions backend_options(const ForkOracleOptions& o) {
   b.timeout_s = o.timeout_s;
   b.strict_accuracy = o.target.strict_accuracy;
   b.seed_state = o.seed_state;
+  b.gradients = o.gradients;
   return b;
 }
 
@@ -64,7 +65,8 @@ ForkOracle::ForkOracle(const InputSource& src, ForkOracleOptions opts)
     : src_(src), opts_(std::move(opts)), backend_(backend_options(opts_)) {
   for (const graph::Node& n : src_.original().nodes())
     if (n.kind == graph::NodeKind::Op && graph::is_random_node(n)) random_graph_ = true;
-  if (random_graph_) opts_.reuse_reference = false;
+  // Recorded values are of the forward run: a training run's gradients have no recorded reference.
+  if (random_graph_ || opts_.gradients) opts_.reuse_reference = false;
 }
 
 std::string ForkOracle::original_backend_body(const std::string& outputs_dir) const {
@@ -83,6 +85,7 @@ std::string ForkOracle::original_backend_body(const std::string& outputs_dir) co
 
 std::optional<Verdict> ForkOracle::judge_original_outputs(const std::string& said, const std::string& outputs_dir) const {
   const graph::Graph& g = src_.original();
+  if (opts_.gradients) return std::nullopt;  // the gradients have no recorded reference: the probe tells
   if (said.rfind("ran\n", 0) != 0 || said.size() == 4) return std::nullopt;  // no outputs written
   try {
     size_t n = std::stoul(said.substr(4));
@@ -96,7 +99,7 @@ std::optional<Verdict> ForkOracle::judge_original_outputs(const std::string& sai
     }
     for (graph::ValueId id : g.outputs()) baselines.fp64.push_back(src_.reference_of(g, id));
     baselines.eager = backend_.eager(g, src_.inputs_of(g), baselines.fp64);
-    return verdict(backend_.compare(outs, baselines));
+    return verdict(backend_.compare(g, outs, baselines));
   } catch (const std::exception&) {  // not all there (a dtype npy cannot hold, ...): the probe tells
     return std::nullopt;
   }
@@ -127,7 +130,7 @@ std::string ForkOracle::child_body(const graph::Graph& g, bool exact) const {
   if (std::optional<FailureSignature> error = backend_.run_backend(g, inputs, compile_only, outs))
     return encode_failure(*error);
   if (!accuracy) return encode_failure({});
-  return encode_failure(backend_.compare(outs, baselines));
+  return encode_failure(backend_.compare(g, outs, baselines));
 }
 
 Verdict ForkOracle::verdict(FailureSignature observed) const {

@@ -15,6 +15,8 @@
 // original, say) repeats part of the recorded reference run exactly, so its quick test is already exact and
 // confirm() answers with that verdict instead of a second child. For a compile_error target a candidate is
 // only compiled, where the backend has a compile step (api/backends.h): running it cannot change the verdict.
+// With `gradients` (a training graph, repro/training.h) every candidate is judged on its outputs and gradients
+// against its own reference training run (no recorded shortcut: the recording is of the forward run).
 #pragma once
 #include <optional>
 #include <string>
@@ -68,7 +70,8 @@ struct ForkOracleOptions {
   double timeout_s = 10;
   int jobs = 1;
   GeneratorState seed_state;   // random ops start here, in the backend and the reference
-  bool reuse_reference = true; // accuracy shortcut of test() (off automatically for random graphs)
+  bool reuse_reference = true; // accuracy shortcut of test() (off automatically for random graphs and gradients)
+  bool gradients = false;      // judge outputs then gradients (repro/oracle.h OracleOptions::gradients)
 };
 
 class ForkOracle : public Oracle {

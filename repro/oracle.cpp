@@ -11,6 +11,7 @@
 #include "graph/interpreter.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
+#include "repro/training.h"
 
 namespace kiln {
 
@@ -22,29 +23,44 @@ FailureOracle::FailureOracle(OracleOptions opts) : opts_(std::move(opts)) {
              "the time limit must be a positive number of seconds, not {}", opts_.timeout_s);
 }
 
-bool FailureOracle::has_compile_step() const { return find_backend_compiler(opts_.backend) != nullptr; }
+bool FailureOracle::has_compile_step() const {
+  return !opts_.gradients && find_backend_compiler(opts_.backend) != nullptr;  // a training run compiles in its call
+}
 
 double FailureOracle::setup_limit_s() const { return setup_limit_for(opts_.timeout_s); }
 
 ComparisonBaselines FailureOracle::baselines(const graph::Graph& g, const std::vector<Tensor>& inputs) const {
+  if (opts_.gradients) return training_baselines(g, inputs, training_run(g), opts_.seed_state);
   return comparison_baselines(g, inputs, opts_.seed_state);
 }
 
 std::vector<Tensor> FailureOracle::eager(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                          const std::vector<Tensor>& fp64) const {
+  KILN_CHECK(!opts_.gradients, "internal: the eager baseline alone is of the forward outputs, not of a training run");
   return eager_baseline(g, inputs, fp64, opts_.seed_state);
 }
 
 std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                                            bool compile_only, std::vector<Tensor>& outs) const {
   if (opts_.seed_state) default_generator() = *opts_.seed_state;  // random ops draw what the reference drew
+  if (opts_.gradients) {  // compiled inside the call, with the inputs that require grad (AOT where the backend has it)
+    try {
+      outs = run_training(opts_.backend, g, inputs, training_run(g));
+    } catch (const std::exception& e) {
+      return failure_of_exception(e);
+    }
+    return std::nullopt;
+  }
   try {
     // Compiling is the child's setup step: a cold kernel cache must not make a graph look like a hang, so
     // only the run counts against the time limit (docs/minifier.md, Time limits).
+    // The run calls the compile step's program: the graph compiles once even where the backend bypasses its
+    // graph cache (under KILN_BISECT_*), and KILN_BISECT_LIMIT counts the applications of that one compile.
     const BackendCompileFn* compile = find_backend_compiler(opts_.backend);
-    compile_step_then_run([&] { if (compile) (*compile)(g); }, [&] {
+    GraphProgram program;
+    compile_step_then_run([&] { if (compile) program = (*compile)(g); }, [&] {
       isolated_run_starts();
-      if (!compile_only) outs = find_backend(opts_.backend)(g, inputs);
+      if (!compile_only) outs = program ? program(inputs) : find_backend(opts_.backend)(g, inputs);
     });
   } catch (const std::exception& e) {
     return failure_of_exception(e);
@@ -52,7 +68,12 @@ std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g
   return std::nullopt;
 }
 
-FailureSignature FailureOracle::compare(const std::vector<Tensor>& outs, const ComparisonBaselines& b) const {
+FailureSignature FailureOracle::compare(const graph::Graph& g, const std::vector<Tensor>& outs,
+                                        const ComparisonBaselines& b) const {
+  if (opts_.gradients) {
+    TrainingVerdict v = judge_training(g, training_run(g), outs, b, opts_.tolerance);
+    return v.ok ? FailureSignature{} : FailureSignature{FailureKind::Accuracy, v.text};
+  }
   if (outs.size() != b.fp64.size() || outs.size() != b.eager.size())
     return {FailureKind::Accuracy, fmt::format("the backend returned {} outputs, the graph has {}", outs.size(),
                                                b.fp64.size())};
@@ -76,7 +97,7 @@ FailureSignature FailureOracle::classify(const graph::Graph& g, const std::vecto
     std::vector<Tensor> outs;
     if (std::optional<FailureSignature> error = pinned.run_backend(g, graph::copy_inputs(inputs), false, outs))
       return encode_failure(*error);
-    return encode_failure(pinned.compare(outs, ref));
+    return encode_failure(pinned.compare(g, outs, ref));
   }, opts_.timeout_s, setup_limit_s());
   return kiln::classify(r);
 }

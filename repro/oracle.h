@@ -16,6 +16,12 @@
 // Callers that fork their own children (the minifier judges many candidates at once, against recorded
 // reference values) use the building blocks: run_backend and compare in the child, classify(IsolatedResult)
 // (failure.h) in the parent.
+//
+// With `gradients` (a graph with inputs marked `grad`, judged as it is trained: repro/training.h) every building
+// block works on what a user of the gradients sees: the baselines and the backend's run are the outputs then one
+// gradient per `grad` input (forward and backward, fixed tangents), and compare names a wrong gradient. A wrong
+// VJP or partition changes only the gradients, so every tool that must see it (`kiln doctor`'s ablation, the
+// minifier's candidates, `kiln repro run` of a repro recording `check: gradients`, the bisector) sets it.
 #pragma once
 #include <optional>
 #include <string>
@@ -34,6 +40,7 @@ struct OracleOptions {
   double timeout_s = 60;         // how long a run may take (its compile step not counted)
   bool strict_accuracy = true;   // compare non-float outputs too (`kiln run --check`); false ignores them
   std::optional<GeneratorState> seed_state;  // random ops start here in backend and reference (default: now)
+  bool gradients = false;        // judge outputs then gradients (`kiln run --check --grad`; see above)
 };
 
 class FailureOracle {
@@ -54,16 +61,21 @@ class FailureOracle {
   // the fp64 reference), from copies of `inputs`, random ops from seed_state, on this thread; throws
   // kiln::Error (the interpreter's) when the fp64 reference fails.
   ComparisonBaselines baselines(const graph::Graph& g, const std::vector<Tensor>& inputs) const;
-  // The eager baseline alone, for a caller holding `g`'s fp64 reference (graph/compare.h eager_baseline).
+  // The eager baseline alone, for a caller holding `g`'s fp64 reference (graph/compare.h eager_baseline);
+  // forward outputs only (a kiln::Error with `gradients`: a training run has no such shortcut).
   std::vector<Tensor> eager(const graph::Graph& g, const std::vector<Tensor>& inputs,
                             const std::vector<Tensor>& fp64) const;
   // In a forked child: compiles `g` where the backend has a compile step (then isolated_run_starts()), and
-  // runs it unless `compile_only`, outputs in `outs`. Returns the failure of a thrown error, or nothing.
+  // runs it unless `compile_only`, outputs in `outs` (with `gradients`: the training run, which compiles inside
+  // its call, outputs then gradients). Returns the failure of a thrown error, or nothing.
   std::optional<FailureSignature> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                               bool compile_only, std::vector<Tensor>& outs) const;
-  // The comparator's verdict on `outs` against the baselines of the same outputs: None or Accuracy.
-  FailureSignature compare(const std::vector<Tensor>& outs, const ComparisonBaselines& baselines) const;
-  // Whether the backend has a compile step apart from its run (compile errors need no run).
+  // The comparator's verdict on `outs` of `g` against the baselines of the same outputs: None or Accuracy
+  // (with `gradients`, a wrong gradient is named: "output 2 is the gradient of %w").
+  FailureSignature compare(const graph::Graph& g, const std::vector<Tensor>& outs,
+                           const ComparisonBaselines& baselines) const;
+  // Whether the backend has a compile step apart from its run (compile errors need no run); a training run has
+  // none (`gradients`: it compiles inside its call, so run_backend ignores compile_only).
   bool has_compile_step() const;
   // The time limit of a child's setup (compile) step for these options.
   double setup_limit_s() const;

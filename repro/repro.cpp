@@ -75,7 +75,7 @@ ReproFile make_repro(const graph::Graph& g) {
 
 std::string print_repro(const ReproFile& r) {
   std::string s = "# kiln repro file. Check whether the failure still happens: kiln repro run <this file>\n";
-  s += fmt::format("kiln-repro: {}\n", r.format_version);
+  s += fmt::format("kiln-repro: {}\n", r.gradients ? kReproGradientsFormatVersion : 1);
   s += fmt::format("kiln-version: {}\ngit: {}\ntoolchain: {}\ndevice: {}\n", r.kiln_version, r.git_hash, r.toolchain, r.device);
   s += fmt::format("backend: {}\n", r.backend);
   if (!r.stage.empty()) s += fmt::format("stage: {}\n", r.stage);
@@ -87,6 +87,7 @@ std::string print_repro(const ReproFile& r) {
   if (!r.input_dir.empty()) s += fmt::format("inputs: npy {}\n", nlohmann::json(r.input_dir).dump());
   for (const auto& [f, h] : r.input_hashes) s += fmt::format("input-hash: {} {}\n", nlohmann::json(f).dump(), h);
   s += fmt::format("tolerance: {}\n", r.tolerance);
+  if (r.gradients) s += "check: gradients\n";
   s += fmt::format("failure: {}\n", r.expected.kind);
   s += fmt::format("message: {}\n\n", nlohmann::json(r.expected.message).dump());
   s += graph::print_graph(r.graph);
@@ -116,6 +117,7 @@ class HeaderReader {
     else if (key == "inputs") inputs(value);
     else if (key == "input-hash") input_hash(value);
     else if (key == "tolerance") tolerance(value);
+    else if (key == "check") check(value);
     else if (key == "failure") r_.expected.kind = rethrown_here([&] { return parse_failure_kind(value, "failure"); });
     else if (key == "message") r_.expected.message = json_string(value);
     else err("unknown header key '" + key + "'");
@@ -168,6 +170,25 @@ class HeaderReader {
     r_.input_hashes[confined(json_string(value.substr(0, sp)), "the input file")] = value.substr(sp + 1);
   }
 
+  void check(const std::string& value) {
+    if (value != "outputs" && value != "gradients")
+      err(fmt::format("check is 'outputs' or 'gradients' (the outputs, then one gradient per input marked `grad`), "
+                      "got '{}'", value));
+    r_.gradients = value == "gradients";
+    check_line_ = line_no;
+  }
+
+ public:
+  // After the header: what one key says must fit what another says.
+  void check_consistent() const {
+    if (r_.gradients && r_.format_version < kReproGradientsFormatVersion)
+      fail("{}:{}:1: 'check: gradients' needs repro format {} or newer, but the file says kiln-repro: {}", filename_,
+           check_line_, kReproGradientsFormatVersion, r_.format_version);
+  }
+
+ private:
+  int check_line_ = 0;
+
   void tolerance(const std::string& value) {
     std::optional<double> tol = parse_number<double>(value);
     if (!tol || !(*tol >= 0) || std::isinf(*tol)) err(fmt::format("the tolerance '{}' is not a number >= 0", value));
@@ -215,6 +236,7 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
     header.read(line.substr(0, colon), line.substr(colon + 2));
   }
   KILN_CHECK(r.format_version > 0, "{}: not a kiln repro file (no 'kiln-repro: N' line)", filename);
+  header.check_consistent();
   KILN_CHECK(pos < text.size(), "{}: the repro file has no graph section", filename);
   // The graph keeps its line numbers: pad with the header's lines so locations point into this file.
   std::string graph_text(size_t(header.line_no - 1), '\n');

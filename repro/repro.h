@@ -1,7 +1,10 @@
-// Repro files, format v1 (decision 8): one self-contained text file, a header of `key: value` lines followed by
-// the graph in .kir text. It records the graph, how to make its inputs (a seed, or .npy files beside it with
+// Repro files, format v1 and v2 (decision 8): one self-contained text file, a header of `key: value` lines followed
+// by the graph in .kir text. It records the graph, how to make its inputs (a seed, or .npy files beside it with
 // their content hashes), the non-default configuration, the backend and stage that fail, the kiln version, git
-// hash, toolchain and device, and the expected failure signature. `kiln repro run FILE` re-checks it.
+// hash, toolchain and device, what is checked (v2: `check: gradients`, the outputs then the gradients of a
+// training run, repro/training.h), and the expected failure signature. `kiln repro run FILE` re-checks it.
+// A file is written in the oldest format that holds it (v1 unless it checks gradients), so older kilns read
+// every repro they can run and refuse the others as "written by a newer kiln".
 #pragma once
 #include <map>
 #include <memory>
@@ -16,7 +19,8 @@
 
 namespace kiln {
 
-inline constexpr int kReproFormatVersion = 1;
+inline constexpr int kReproFormatVersion = 2;       // the newest format this kiln reads
+inline constexpr int kReproGradientsFormatVersion = 2;  // the first with `check: gradients`
 
 struct ReproFile {
   int format_version = kReproFormatVersion;
@@ -28,12 +32,14 @@ struct ReproFile {
   std::string input_dir;                      // ...or .npy files in this directory (relative to the file)
   std::map<std::string, std::string> input_hashes;  // file name -> content hash (fnv1a64 hex)
   double tolerance = 1e-4;                    // the comparator tolerance used for accuracy failures
+  bool gradients = false;                     // `check: gradients`: judged on outputs then gradients (training.h)
   FailureSignature expected;
   graph::Graph graph;
 };
 
 // A ReproFile for `g` filled with this build's version, git hash, toolchain and device.
 ReproFile make_repro(const graph::Graph& g);
+// Written as the oldest format that holds `r` (format_version is what a parsed file said, not what is printed).
 std::string print_repro(const ReproFile& r);
 ReproFile parse_repro(std::string_view text, const std::string& filename);
 ReproFile load_repro(const std::string& path);

@@ -31,6 +31,7 @@ ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double
   o.backend = r.backend;
   o.tolerance = r.tolerance;
   o.timeout_s = timeout_s;
+  o.gradients = r.gradients;
   out.observed = FailureOracle(o).classify(r.graph, inputs);
   out.reproduces = same_failure(r.expected, out.observed);
   return out;

@@ -76,7 +76,8 @@ TEST_P(BisectInjected, NamesTheInjectedSiteApplicationAndNode) {
 std::vector<Case> injected_cases() {
   std::vector<Case> cases{Case{"lowering", 10},  Case{"decomposition", 10},  Case{"fusion", 10},
                           Case{"lowering", 100}, Case{"decomposition", 100}, Case{"fusion", 100}};
-  if (!KILN_SANITIZED) cases.push_back(Case{"lowering", 1000});
+  if (!KILN_SANITIZED)
+    for (const std::string& kind : injection_kinds()) cases.push_back(Case{kind, 1000});
   return cases;
 }
 

@@ -61,19 +61,10 @@ TEST_P(CliBisect, NamesTheInjectedApplicationAndItsCommandsReproduceIt) {
   EXPECT_EQ(good.exit_code, 0) << j["good_command"] << good.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CliBisect, ::testing::Values("lowering", "decomposition", "fusion"));
-
-TEST_F(CliBisect, APassingGraphExitsZeroAndNamesNoCulprit) {
-  const std::string kir = file("chain.kir", injected_chain("lowering", 10).kir);
-  CliResult r = kiln_cli("bisect -q " + kir);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("result:      passes"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("subsystem:"), std::string::npos) << r.output;
-}
-
-// `git bisect run` style: the script honours KILN_BACKEND for the ladder; kiln sets KILN_BISECT_* for it.
-TEST_F(CliBisect, CmdFindsTheSameAnswerThroughAScript) {
-  const InjectedGraph ig = injected_chain("lowering", 10);
+// `git bisect run` style: the script honours KILN_BACKEND for the ladder; kiln sets KILN_BISECT_* for it. Every
+// injected kind: the same stage, site, application and site info as the graph's bisection.
+TEST_P(CliBisect, CmdFindsTheSameAnswerThroughAScript) {
+  const InjectedGraph ig = injected_chain(GetParam(), 10);
   const std::string kir = file("chain.kir", ig.kir);
   const std::string script = file("check.sh", "#!/bin/sh\nexec '" KILN_CLI "' run " + kir +
                                               " --backend \"${KILN_BACKEND:-inductor}\" --check\n");
@@ -85,10 +76,21 @@ TEST_F(CliBisect, CmdFindsTheSameAnswerThroughAScript) {
   nlohmann::json c = nlohmann::json::parse(read_text(path("cmd.json")));
   nlohmann::json g = nlohmann::json::parse(read_text(path("graph.json")));
   EXPECT_EQ(c["stage"], "inductor") << c.dump(2);
+  EXPECT_EQ(c["culprit"]["site"], ig.site) << c.dump(2);
   EXPECT_EQ(c["culprit"]["site"], g["culprit"]["site"]);
   EXPECT_EQ(c["culprit"]["application"], g["culprit"]["application"]);
   EXPECT_EQ(c["culprit"]["site_info"], g["culprit"]["site_info"]);
   EXPECT_NE(c["repro_command"].get<std::string>().find("KILN_BISECT_LIMIT="), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, CliBisect, ::testing::Values("lowering", "decomposition", "fusion"));
+
+TEST_F(CliBisect, APassingGraphExitsZeroAndNamesNoCulprit) {
+  const std::string kir = file("chain.kir", injected_chain("lowering", 10).kir);
+  CliResult r = kiln_cli("bisect -q " + kir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("result:      passes"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("subsystem:"), std::string::npos) << r.output;
 }
 
 TEST_F(CliBisect, BadInputExitsTwo) {

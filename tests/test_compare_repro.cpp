@@ -133,7 +133,7 @@ TEST(Repro, RoundTripsAndRejectsNewerVersions) {
   EXPECT_EQ(back.expected.message, r.expected.message);
   EXPECT_EQ(*back.input_seed, 3u);
   std::string newer = text;
-  newer.replace(newer.find("kiln-repro: 1"), 13, "kiln-repro: 2");
+  newer.replace(newer.find("kiln-repro: 1"), 13, "kiln-repro: 3");
   try {
     parse_repro(newer, "r.kir");
     FAIL();

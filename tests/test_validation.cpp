@@ -312,15 +312,22 @@ graph::Graph relu_graph() { return graph::parse_graph(kPassing, "passing.kir"); 
 
 // Backends whose compile step takes 3 s and whose run is instant (or, "_hang", never ends).
 void register_slow_compile_backends() {
-  auto slow_compile = [](const graph::Graph&) { std::this_thread::sleep_for(std::chrono::seconds(3)); };
+  // The compile step's program runs the graph as the backend does (api/backends.h): the backend's own run.
+  auto slow_compile_of = [](std::string backend) {
+    return [backend](const graph::Graph& g) -> GraphProgram {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      auto keep = std::make_shared<graph::Graph>(g);
+      return [backend, keep](const std::vector<Tensor>& in) { return find_backend(backend)(*keep, in); };
+    };
+  };
   register_backend("test_slow_compile", [](const graph::Graph& g, const std::vector<Tensor>& in) {
     return graph::run_graph(g, in);
   });
-  register_backend_compiler("test_slow_compile", slow_compile);
+  register_backend_compiler("test_slow_compile", slow_compile_of("test_slow_compile"));
   register_backend("test_slow_compile_hang", [](const graph::Graph&, const std::vector<Tensor>&) -> std::vector<Tensor> {
     for (;;) ::pause();
   });
-  register_backend_compiler("test_slow_compile_hang", slow_compile);
+  register_backend_compiler("test_slow_compile_hang", slow_compile_of("test_slow_compile_hang"));
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ int run_minify(const MinifyArgs& a) {
     inputs = a.inputs_dir.empty() ? repro_inputs(r, a.file) : graph::load_inputs(g, a.inputs_dir);
     input_desc = a.inputs_dir.empty() ? "inputs from the repro" : "inputs from " + a.inputs_dir;
     o.tolerance = a.tol.value_or(r.tolerance);
+    o.gradients = r.gradients;  // a repro checking gradients is minified on its gradients
   } else {
     g = graph::parse_graph(text, a.file);
     graph::verify_graph(g, a.file);

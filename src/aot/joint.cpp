@@ -155,6 +155,7 @@ class JointBuilder {
     }));
     std::vector<Tensor> outputs, grads;
     std::vector<Tensor> results;
+    const size_t first_node = j_.graph.nodes().size();
     {
       ScopedMetaCallRecorder on(&rec_);
       for (ValueId o : n.outputs) {
@@ -171,10 +172,16 @@ class JointBuilder {
         KILN_CHECK(results[k].sizes() == m.sizes, "aot: {}: the VJP returned a gradient of shape {} for input {} of shape {}",
                    graph::node_label(fwd_, n), shape_str(results[k].sizes()), k, shape_str(m.sizes));
         if (results[k].dtype() != m.dtype) results[k] = to(results[k], m.dtype);
-        if (std::find(options_.wrong_vjp.begin(), options_.wrong_vjp.end(), op.id) != options_.wrong_vjp.end())
+        if (std::find(options_.wrong_vjp.begin(), options_.wrong_vjp.end(), op.id) != options_.wrong_vjp.end()) {
+          const graph::ValueInfo& v = j_.graph.value(rec_.id_of(results[k]));
+          const std::string right = v.stands_for.empty() ? v.name : v.stands_for;
           results[k] = add(results[k], 1);  // KILN_INJECT=<op>:vjp
+          j_.graph.value(rec_.id_of(results[k])).stands_for = right;  // provenance (graph.h): the bisector's match
+        }
       }
     }
+    // The VJP's nodes carry the forward node's source line: a wrong gradient points at the op it belongs to.
+    for (size_t i = first_node; i < j_.graph.nodes().size(); ++i) j_.graph.nodes()[i].loc = n.loc;
     for (size_t k = 0; k < flat.size(); ++k)
       if (needs[k] && results[k].defined()) accumulate(flat[k], results[k]);
   }

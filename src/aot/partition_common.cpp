@@ -210,8 +210,10 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
     metas.push_back(c.src().value(o).meta);
   }
   std::vector<ValueId> outs = c.out().add_op(n.op, std::move(args), names, metas);
-  for (size_t k = 0; k < outs.size(); ++k)
+  for (size_t k = 0; k < outs.size(); ++k) {
+    c.out().value(outs[k]).stands_for = c.src().value(n.outputs[k]).stands_for;
     if (!saved[size_t(n.outputs[k])]) c.map(n.outputs[k], outs[k]);
+  }
 }
 
 // KILN_INJECT=partition:accuracy (the wrong partition of the tools' tests): the min-cut partitioner's backward
@@ -228,6 +230,8 @@ void recompute_wrongly(ValueId id, graph::GraphCloner& c) {
   ValueId one = c.out().add_constant(c.out().fresh_name("injected_one"), full(IntList{}, Scalar(int64_t(1)), meta.dtype));
   c.map(id, c.out().add_op1(OpId::add, {graph::TensorArg{c[id]}, graph::TensorArg{one}, Scalar(int64_t(1))},
                             c.out().fresh_name(c.src().value(id).name + "_injected")));
+  const graph::ValueInfo& right = c.src().value(id);  // provenance (graph.h): what it recomputes, wrongly
+  c.out().value(c[id]).stands_for = right.stands_for.empty() ? right.name : right.stands_for;
 }
 
 void log_decisions(std::string_view partitioner, const Graph& joint, const Partition& p) {

@@ -90,11 +90,15 @@ std::map<std::string, BackendFn>& backends() {
   return b;
 }
 
+GraphProgram program_of(std::shared_ptr<CompiledGraph> compiled) {
+  return [compiled](const std::vector<Tensor>& in) { return (*compiled)(in); };
+}
+
 std::map<std::string, BackendCompileFn>& compilers() {
   static std::map<std::string, BackendCompileFn> c = {
-      {"inductor", [](const graph::Graph& g) { compile(g); }},
+      {"inductor", [](const graph::Graph& g) { return program_of(compile(g)); }},
 #ifdef KILN_HAVE_CUDA
-      {"inductor_cuda", [](const graph::Graph& g) { compile(g, cuda_options()); }},
+      {"inductor_cuda", [](const graph::Graph& g) { return program_of(compile(g, cuda_options())); }},
 #endif
   };
   return c;

@@ -17,21 +17,23 @@ std::vector<std::string> backend_names();
 // The backend called `name`; kiln::Error naming the available ones when there is none.
 const BackendFn& find_backend(const std::string& name);
 
-// The compile step of a backend that compiles before it runs (inductor: kiln::compile). It must throw exactly
-// the CompileError the backend's run would throw for `g`, and nothing a run would throw only later (a
-// compiled program never throws a CompileError while running). It never runs the graph. Tools that need
-// only to know whether and how a graph fails to compile call it instead of the backend (the minifier, for a
-// compile_error target: running the program cannot change that verdict and costs as much as compiling).
-using BackendCompileFn = std::function<void(const graph::Graph&)>;
-void register_backend_compiler(const std::string& name, BackendCompileFn fn);
-// The compile step of backend `name`, or null when it has none (then only a run tells).
-const BackendCompileFn* find_backend_compiler(const std::string& name);
-
 // A backend's compiled form of one graph, called once per run (capture compiles each captured graph once).
 // "inductor" compiles with kiln::compile (repro stage `repro_stage`); any other backend's program runs its
 // BackendFn on every call, so a backend registered by name later (aot_eager, ...) plugs in unchanged.
 using GraphProgram = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage);
+
+// The compile step of a backend that compiles before it runs (inductor: kiln::compile). It must throw exactly
+// the CompileError the backend's run would throw for `g`, and nothing a run would throw only later (a
+// compiled program never throws a CompileError while running). It never runs the graph; it returns the compiled
+// program, which runs `g` as the backend would: a tool that compiles and then runs calls that program, so the
+// graph is compiled once even where the backend bypasses its graph cache (under KILN_BISECT_*). Tools that need
+// only to know whether and how a graph fails to compile call it instead of the backend (the minifier, for a
+// compile_error target: running the program cannot change that verdict and costs as much as compiling).
+using BackendCompileFn = std::function<GraphProgram(const graph::Graph&)>;
+void register_backend_compiler(const std::string& name, BackendCompileFn fn);
+// The compile step of backend `name`, or null when it has none (then only a run tells).
+const BackendCompileFn* find_backend_compiler(const std::string& name);
 
 // Whether backend `name` compiles graphs whose inputs require grad into a forward and a compiled backward
 // (the AOT backends and inductor), so capture may put ops that need autograd into its graphs.

@@ -57,6 +57,11 @@ struct ValueInfo {
   TensorMeta meta;
   bool requires_grad = false;
   bool wrapped_number = false;  // a number operand (constant), promoted like a Python scalar
+  // Provenance: the name of the value this one computes in the graph a rewriting pass was given, where the pass
+  // made it under another name (the decompose pass sets it on a composite node's results); "" otherwise. Copies
+  // (graph/rewrite.h GraphCloner) keep it, so a value of the AOT forward or backward graph still names the node
+  // of the user's graph it stands for (the bisector matches values by it).
+  std::string stands_for;
   int producer = -1;       // index of the producing node in Graph::nodes(), -1 for graph inputs
   int output_index = 0;
   SourceLoc loc;

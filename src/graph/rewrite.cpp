@@ -34,6 +34,7 @@ ValueId GraphCloner::copy_input(ValueId src_id) { return input_as(src_id, src_.v
 ValueId GraphCloner::input_as(ValueId src_id, const TensorMeta& meta) {
   const ValueInfo& v = src_.value(src_id);
   ValueId id = out_.add_input(v.name, meta, v.requires_grad);
+  out_.value(id).stands_for = v.stands_for;
   map(src_id, id);
   return id;
 }
@@ -66,6 +67,7 @@ std::vector<ValueId> GraphCloner::copy_node(const Node& n) {
   for (size_t k = 0; k < outs.size(); ++k) {
     map(n.outputs[k], outs[k]);
     out_.value(outs[k]).requires_grad = src_.value(n.outputs[k]).requires_grad;
+    out_.value(outs[k]).stands_for = src_.value(n.outputs[k]).stands_for;
   }
   return outs;
 }

@@ -85,6 +85,9 @@ void decompose_node(const Graph& g, const Node& n, graph::GraphCloner& c, const 
                dtype_name(out.value(id).meta.dtype), shape_str(out.value(id).meta.sizes), dtype_name(want.dtype),
                shape_str(want.sizes));
     c.map(n.outputs[i], id);
+    // Provenance (graph.h ValueInfo::stands_for): a value the decomposition made is the composite's output.
+    const graph::ValueInfo& composite = g.value(n.outputs[i]);
+    if (id >= first_new) out.value(id).stands_for = composite.stands_for.empty() ? composite.name : composite.stands_for;
   }
   // Values the decomposition made are internal to the op: unrounded when eager runs the op as one kernel
   // (its results are rounded like any op's).
