@@ -252,7 +252,8 @@ class Builder {
   Arg tensor_arg(const OpInfo& op, const ArgSpec& a, NodeContext& ctx) {
     if (a.optional && !c().chance(60)) return std::monostate{};
     ValueId v;
-    if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
+    if (op.id == OpId::philox_rand) v = fresh_input({}, DType::I64);  // seed, offset: one-element integer words
+    else if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
     else if (!ctx.first) v = first_tensor(ctx);
     else {
       if (op.kind == OpKind::Pointwise && c().chance(10)) {  // a wrapped number (`add(%x, 2.5)`)
