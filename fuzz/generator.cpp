@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "autograd/autograd.h"
+#include "eager/philox.h"
 #include "fuzz/domains.h"
 #include "graph/rewrite.h"
 #include "ops/api.h"
@@ -559,10 +560,30 @@ Tensor input_value(const TensorMeta& m, uint64_t seed, int64_t index_bound) {
   return out;
 }
 
-FuzzCase generate(Choices& choices, const GenOptions& opts) { return Builder(choices, opts).build(); }
+namespace {
+// The builder runs every node on concrete values, random ops included: they draw from a generator state fixed
+// for the graph (and restored after), so which nodes their values let through depends on the seed alone, not
+// on what the process drew before.
+class FixedGeneratorState {
+ public:
+  FixedGeneratorState() : saved_(default_generator()) { default_generator() = GeneratorState{}; }
+  ~FixedGeneratorState() { default_generator() = saved_; }
+  FixedGeneratorState(const FixedGeneratorState&) = delete;
+  FixedGeneratorState& operator=(const FixedGeneratorState&) = delete;
+
+ private:
+  GeneratorState saved_;
+};
+}  // namespace
+
+FuzzCase generate(Choices& choices, const GenOptions& opts) {
+  FixedGeneratorState fixed;
+  return Builder(choices, opts).build();
+}
 
 FuzzCase generate_from_node_seeds(uint64_t graph_seed, const std::vector<uint64_t>& node_seeds,
                                   const GenOptions& opts) {
+  FixedGeneratorState fixed;
   SeededChoices c(graph_seed, 0);
   return Builder(c, opts).build_from_node_seeds(node_seeds);
 }
