@@ -100,6 +100,7 @@ void find_aot_divergence(const graph::Graph& g, const std::vector<Tensor>& input
   const graph::Graph& joint = reference.joint.graph;
 
   std::vector<Tensor> primals = graph::copy_inputs(inputs);
+  for (Tensor& state : aot::rng_inputs(built.rng, GeneratorState{})) primals.push_back(std::move(state));  // fixed draws
   std::vector<Tensor> tangents;  // one per backward tangent input, from the run's fixed tangents
   const size_t num_saved = size_t(built.partition.num_saved);
   for (size_t k = 0; k < built.joint.tangent_of.size(); ++k) {

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "autograd/autograd.h"
+#include "eager/philox.h"
 #include "fuzz/domains.h"
 #include "graph/rewrite.h"
 #include "ops/api.h"
@@ -252,7 +253,8 @@ class Builder {
   Arg tensor_arg(const OpInfo& op, const ArgSpec& a, NodeContext& ctx) {
     if (a.optional && !c().chance(60)) return std::monostate{};
     ValueId v;
-    if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
+    if (op.id == OpId::philox_rand) v = fresh_input({}, DType::I64);  // seed, offset: one-element integer words
+    else if (is_index_argument(a.name) && ctx.first) v = index_tensor(ctx);
     else if (!ctx.first) v = first_tensor(ctx);
     else {
       if (op.kind == OpKind::Pointwise && c().chance(10)) {  // a wrapped number (`add(%x, 2.5)`)
@@ -558,10 +560,30 @@ Tensor input_value(const TensorMeta& m, uint64_t seed, int64_t index_bound) {
   return out;
 }
 
-FuzzCase generate(Choices& choices, const GenOptions& opts) { return Builder(choices, opts).build(); }
+namespace {
+// The builder runs every node on concrete values, random ops included: they draw from a generator state fixed
+// for the graph (and restored after), so which nodes their values let through depends on the seed alone, not
+// on what the process drew before.
+class FixedGeneratorState {
+ public:
+  FixedGeneratorState() : saved_(default_generator()) { default_generator() = GeneratorState{}; }
+  ~FixedGeneratorState() { default_generator() = saved_; }
+  FixedGeneratorState(const FixedGeneratorState&) = delete;
+  FixedGeneratorState& operator=(const FixedGeneratorState&) = delete;
+
+ private:
+  GeneratorState saved_;
+};
+}  // namespace
+
+FuzzCase generate(Choices& choices, const GenOptions& opts) {
+  FixedGeneratorState fixed;
+  return Builder(choices, opts).build();
+}
 
 FuzzCase generate_from_node_seeds(uint64_t graph_seed, const std::vector<uint64_t>& node_seeds,
                                   const GenOptions& opts) {
+  FixedGeneratorState fixed;
   SeededChoices c(graph_seed, 0);
   return Builder(c, opts).build_from_node_seeds(node_seeds);
 }

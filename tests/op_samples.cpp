@@ -1326,6 +1326,14 @@ void add_non_differentiable(SampleTable& t) {
     b.arg(b.tensor(b.shape(), in_range(0, 1), Grad::Never));
     if (chance(40)) b.arg(draw_real(0, 1));
   }));
+  t.emplace("philox_rand", from_recipe([=](SampleBuilder& b) {
+    b.arg(size_list(b));
+    b.arg(typed_tensor(b, {}, DType::I64));  // seed
+    b.arg(typed_tensor(b, {}, DType::I64));  // offset
+    if (chance(50)) b.arg(pick<std::string>({"uniform", "normal"}));
+    maybe_dtype(b, {DType::F64, DType::F32, DType::BF16});
+  }));
+  t.emplace("detach", from_recipe([](SampleBuilder& b) { b.arg(typed_tensor(b, b.shape(), any_dtype())); }));
 
   t.emplace("conv2d_backward_input", from_recipe([](SampleBuilder& b) {
     ConvGeometry g = conv_geometry(true);

@@ -81,10 +81,10 @@ TEST(CaptureAutograd, CompiledStepCallingBackwardAccumulatesGradLikeEager) {
 
 namespace {
 
-// KNOWN BUG (docs/aot.md, "Not there yet"): graphs do not record detach, so a tensor detached inside a captured
-// function becomes a constant of the trace and later calls reuse the first call's value (gradient 3 on every
-// call below instead of 3, 6, 9). Enable once the op table has a `detach` row that capture records.
-TEST(CaptureAutograd, DISABLED_DetachInsideACompiledFunctionStopsGradientsLikeEager) {
+// Regression: graphs did not record detach, so a tensor detached inside a captured function became a constant
+// of the trace and later calls reused the first call's value (gradient 3 on every call below instead of 3, 6,
+// 9). Tensor::detach() is now the `detach` op, which capture records (tests/test_aotfix.cpp: the whole class).
+TEST(CaptureAutograd, DetachInsideACompiledFunctionStopsGradientsLikeEager) {
   auto f = [](const Tensor& x, const Tensor& w) { return sum(mul(mul(x, w).detach(), w)); };
   for (const std::string backend : {"aot_eager", "inductor"}) {
     SCOPED_TRACE(backend);

@@ -15,6 +15,7 @@
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "ops/api.h"
+#include "ops/dispatch.h"
 
 namespace kiln::aot {
 
@@ -53,7 +54,12 @@ AotGraphs aot_graphs(const Graph& g, const std::vector<bool>& requires_grad, con
       }
     }
   }
-  out.joint = build_joint(f.graph, requires_grad, config.joint);
+  RngFunctional rng = functionalize_rng(f.graph);
+  out.rng = rng.plan;
+  KILN_LOG(LogChannel::Partitioner, "random ops of {}: {}", g.name, rng.plan.note);
+  std::vector<bool> primal_requires_grad = requires_grad;
+  primal_requires_grad.resize(rng.graph.inputs().size(), false);  // rng_seed, rng_offset
+  out.joint = build_joint(rng.graph, primal_requires_grad, config.joint);
   if (config.transform_joint) out.joint.graph = config.transform_joint(out.joint.graph);
   KILN_LOG(LogChannel::AotJointGraph, "{} joint graph of {}:\n{}", config.backend, g.name, graph::print_graph(out.joint.graph));
   out.partition = partition_joint(out.joint.graph, out.joint.layout, config.policy);
@@ -163,7 +169,8 @@ class AotFunction {
 
   std::vector<Tensor> run_training(const std::shared_ptr<Training>& t, const std::vector<Tensor>& inputs) {
     std::vector<Tensor> detached;
-    for (const Tensor& in : inputs) detached.push_back(in.detach());
+    for (const Tensor& in : inputs) detached.push_back(history_free_alias(in));
+    for (Tensor& state : take_rng_inputs(t->graphs.rng)) detached.push_back(std::move(state));
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
@@ -196,7 +203,7 @@ class AotFunction {
     for (auto [input, output] : t->graphs.mutations) {
       // The new value's history goes to an input that required grad or that an output aliases (an in-place op's
       // result); another input keeps none (batch norm's running statistics, which eager updates from detached
-      // values: graphs do not record detach yet).
+      // values).
       const Tensor& dst = inputs[size_t(input)];
       bool aliased = false;
       for (const AotGraphs::OutputAlias& a : t->graphs.output_aliases) aliased |= a.input == input;

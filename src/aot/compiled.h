@@ -13,6 +13,7 @@
 
 #include "aot/joint.h"
 #include "aot/partition.h"
+#include "aot/rng.h"
 #include "graph/graph.h"
 
 namespace kiln::aot {
@@ -45,6 +46,9 @@ struct AotGraphs {
     int64_t offset = 0;
   };
   std::vector<OutputAlias> output_aliases;
+  // Random ops functionalized (aot/rng.h): the forward (and joint) take rng_seed and rng_offset after the
+  // graph's own inputs; a call passes take_rng_inputs(rng) there.
+  RngPlan rng;
 };
 // Functionalize, joint, transform, partition: logged on KILN_LOGS=aot_joint_graph / aot_graphs and dumped to
 // KILN_DEBUG_DIR/aot/<graph>/{joint,forward,backward}.kir.

@@ -93,7 +93,7 @@ JointRegions classify_joint(const Graph& joint, const JointLayout& layout) {
   // numbers are drawn in the forward, in the joint's order, never in the backward).
   std::vector<ValueId> forward_roots(joint.outputs().begin(), joint.outputs().begin() + layout.num_forward_outputs);
   for (const Node& node : joint.nodes())
-    if (graph::is_random_node(node) && !tangent_dependent[size_t(node.outputs[0])])
+    if (graph::draws_from_generator(node) && !tangent_dependent[size_t(node.outputs[0])])
       forward_roots.insert(forward_roots.end(), node.outputs.begin(), node.outputs.end());
   for (int k = 0; k < layout.num_forward_outputs; ++k) {
     ValueId out = joint.outputs()[size_t(k)];
@@ -123,6 +123,7 @@ JointRegions classify_joint(const Graph& joint, const JointLayout& layout) {
 
 RecomputeClass recompute_class(const Node& n) {
   if (n.kind == NodeKind::Constant) return RecomputeClass::Creation;
+  if (n.op == OpId::philox_rand) return RecomputeClass::FunctionalRandom;
   if (graph::is_random_node(n)) return RecomputeClass::Random;
   const OpInfo& info = n.info();
   switch (info.kind) {
@@ -154,6 +155,7 @@ std::string_view recompute_class_name(RecomputeClass c) {
     case RecomputeClass::Copy: return "copy";
     case RecomputeClass::Creation: return "creation";
     case RecomputeClass::Random: return "random";
+    case RecomputeClass::FunctionalRandom: return "functional random (philox_rand: redrawn from its seed and offset)";
     case RecomputeClass::Extern: return "extern kernel (matrix product, convolution or pooling)";
     case RecomputeClass::Mutation: return "in-place";
   }

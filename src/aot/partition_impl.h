@@ -43,7 +43,8 @@ enum class RecomputeClass : uint8_t {
   Reduction,  // sums, means, norms, softmax: recomputable, fusible (the 4x rule may ban one)
   Copy,       // data movement (cat, gather, index, pad, clone): recomputable, fusible
   Creation,   // full, zeros, arange: recomputable from nothing
-  Random,     // draws random numbers: never recomputed (the backward would draw different numbers)
+  Random,     // draws from the global generator: never recomputed (the backward would draw different numbers)
+  FunctionalRandom,  // philox_rand: a pure function of (seed, offset); recomputable, redraws the same numbers
   Extern,     // matrix products, convolutions, pooling, their backward helpers: never recomputed
   Mutation,   // in-place ops (absent after functionalization): never recomputed
 };

@@ -156,7 +156,10 @@ class MinCutModel {
     if (dist_[size_t(v)] > opts_.max_dist_from_bw && dist_[size_t(v)] < kNoBackwardUse)
       return fmt::format("distance rule: {} forward steps from its nearest backward use (more than {})",
                          dist_[size_t(v)], opts_.max_dist_from_bw);
-    if (opts_.ban_small_outputs) {
+    // A pointwise op's output is smaller than its inputs only by a narrower dtype (a comparison to bool, a cast):
+    // as cheap to recompute as any pointwise op, so the rule (meant for reductions) skips it. PyTorch's dropout
+    // compares f32 draws (exactly 4x, not banned); bernoulli's f64 draws would be 8x.
+    if (opts_.ban_small_outputs && c != RecomputeClass::Pointwise) {
       int64_t in_bytes = 0, out_bytes = value_bytes(joint_, v);
       for (ValueId in : Graph::node_inputs(joint_.nodes()[size_t(joint_.value(v).producer)]))
         in_bytes += value_bytes(joint_, in);

@@ -19,7 +19,7 @@ uint64_t next_sequence_nr() { return next_node_sequence_nr(); }
 
 // A shallow alias without history: what nodes save of their outputs (saving the outputs themselves would
 // make a cycle output -> grad_fn -> output).
-Tensor saved_alias(const Tensor& t) { return t.detach(); }
+Tensor saved_alias(const Tensor& t) { return history_free_alias(t); }
 
 // `call` with each tensor argument replaced by f(tensor, its index in call.flat_tensors()).
 template <class F>
@@ -46,7 +46,7 @@ OpCall map_tensors(OpCall call, F f) {
 // op saves its own target (self -> node -> saved self).
 Tensor saved_input(const Tensor& t, size_t) {
   if (!t.defined() || (t.requires_grad() && !t.grad_fn())) return t;
-  return t.detach();
+  return history_free_alias(t);
 }
 
 bool is_accumulator(const Node* n);
@@ -96,7 +96,7 @@ class OpNode : public Node {
       if (!t.defined() || t.requires_grad() || i >= next_edges.size() || !next_edges[i].valid() ||
           is_accumulator(next_edges[i].fn.get()))
         return t;
-      Tensor alias = t.detach();
+      Tensor alias = history_free_alias(t);
       AutogradMeta& m = autograd_meta(alias);
       m.requires_grad = true;
       m.grad_fn = next_edges[i].fn;
@@ -129,11 +129,11 @@ class AccumulateGrad : public Node {
       Tensor r = h(g);
       if (r.defined()) g = r;
     }
-    Tensor prev = leaf.grad();
+    Tensor prev = stored_grad(leaf);
     if (!prev.defined()) {
-      leaf.set_grad(grad_mode_enabled() ? g : clone(g).detach());
+      set_grad_raw(leaf, grad_mode_enabled() ? g : history_free_alias(clone(g)));
     } else if (grad_mode_enabled()) {
-      leaf.set_grad(add(prev, g));
+      set_grad_raw(leaf, add(prev, g));
     } else {
       add_(prev, g);
     }
@@ -263,7 +263,7 @@ std::vector<Tensor> run_inplace_recorded(const OpCall& call) {
   // Edges from the snapshot's history; the node keeps the snapshot without it (its history can lead back to
   // self's base, which will point at this node).
   OpCall saved_plain = saved;
-  saved_plain.args[0] = IValue(saved.tensor(0).detach());
+  saved_plain.args[0] = IValue(history_free_alias(saved.tensor(0)));
   auto node = make_op_node(saved, outs, &saved_plain);
   if (!base) {
     set_history(self, node, 0);
@@ -284,7 +284,7 @@ std::vector<Tensor> run_inplace_recorded(const OpCall& call) {
   set_history(b, copy_slices, 0);
   OpCall view_call = bind_args(op_info(OpId::as_strided), {b, self.sizes(), self.strides(), self.offset()});
   OpCall view_saved = view_call;  // the as_strided VJP needs the base's geometry, not its history
-  view_saved.args[0] = IValue(b.detach());
+  view_saved.args[0] = IValue(history_free_alias(b));
   auto view_node = make_op_node(view_call, {self}, &view_saved);
   set_history(self, view_node, 0);
   return {self};
@@ -482,18 +482,67 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_gra
   run_backward({*this}, {gradient}, retain_graph, create_graph, where);  // the engine makes the implicit ones
 }
 
-void Tensor::retain_grad() const {
-  if (is_leaf()) return;  // leaves keep their gradient anyway
-  if (impl_->autograd->retains_grad) return;
-  impl_->autograd->retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  register_hook([weak](const Tensor& g) {
+namespace {
+void retain_grad_now(const Tensor& t) {
+  if (t.is_leaf()) return;  // leaves keep their gradient anyway
+  if (t.impl()->autograd->retains_grad) return;
+  t.impl()->autograd->retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = t.impl_ptr();
+  register_hook_raw(t, [weak](const Tensor& g) {
     if (auto impl = weak.lock()) {
       Tensor self(impl);
-      Tensor prev = self.grad();
-      self.set_grad(prev.defined() ? add(prev, g) : clone(g));
+      Tensor prev = stored_grad(self);
+      set_grad_raw(self, prev.defined() ? add(prev, g) : clone(g));
     }
     return Tensor();
+  });
+}
+
+// A read or change of `self`'s autograd state by user code: inside a function being captured, an eager region
+// (break kind `autograd`), so each compiled call repeats it on that call's tensor instead of the trace keeping the
+// first call's tensor or state; elsewhere it runs at once. `change` returns the tensor the call returns (an
+// undefined one when none).
+Tensor autograd_state_call(std::string_view what, const std::source_location& where, const Tensor& self,
+                           std::function<Tensor(const Tensor&)> change) {
+  std::vector<Tensor> out = run_autograd_call(what, where, [change = std::move(change)](const std::vector<Tensor>& in) {
+    Tensor r = change(in[0]);
+    return r.defined() ? std::vector<Tensor>{r} : std::vector<Tensor>{};
+  }, {self}, AutogradCallKind::State);
+  return out.empty() ? Tensor() : out[0];
+}
+}  // namespace
+
+void Tensor::retain_grad(std::source_location where) const {
+  autograd_state_call("Tensor::retain_grad()", where, *this, [](const Tensor& t) { return retain_grad_now(t), Tensor(); });
+}
+
+Tensor& Tensor::set_requires_grad(bool r, std::source_location where) {
+  autograd_state_call("Tensor::set_requires_grad()", where, *this, [r](const Tensor& t) {
+    set_requires_grad_raw(t, r);
+    return t;
+  });
+  return *this;
+}
+
+Tensor Tensor::grad(std::source_location where) const {
+  return autograd_state_call("Tensor::grad()", where, *this, [](const Tensor& t) { return stored_grad(t); });
+}
+
+void Tensor::set_grad(const Tensor& g, std::source_location where) {
+  if (!g.defined()) {  // clearing: the region has the one input
+    autograd_state_call("Tensor::set_grad()", where, *this, [](const Tensor& t) { return set_grad_raw(t, {}), Tensor(); });
+    return;
+  }
+  run_autograd_call("Tensor::set_grad()", where, [](const std::vector<Tensor>& in) {
+    set_grad_raw(in[0], in[1]);
+    return std::vector<Tensor>{};
+  }, {*this, g}, AutogradCallKind::State);
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook, std::source_location where) const {
+  autograd_state_call("Tensor::register_hook()", where, *this, [hook = std::move(hook)](const Tensor& t) {
+    register_hook_raw(t, hook);
+    return t;
   });
 }
 

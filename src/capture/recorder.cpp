@@ -143,6 +143,14 @@ std::string Recorder::unsupported_reason(const OpCall& call) {
   return "";
 }
 
+namespace {
+bool is_an_input(const OpCall& call, const Tensor& t) {
+  for (const Tensor& in : call.flat_tensors())
+    if (in.defined() && in.same(t)) return true;
+  return false;
+}
+}  // namespace
+
 void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
   const OpInfo& op = *call.op;
   std::string reason = unsupported_reason(call);
@@ -181,7 +189,10 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
     int v = new_value(ValueSource::Op, open_.graph.value(ids[i]).name, open_.graph.value(ids[i]).meta);
     in_open_[v] = ids[i];
     defined_in_open_.push_back(v);
-    if (i < outputs.size()) bind(outputs[i], v);
+    // An op eager answers with its input object (contiguous of a contiguous tensor, `to` its own dtype) leaves
+    // that object's value as it was: rebinding it would make a later in-place write through it a write to the
+    // op's value, never written back to the argument it is.
+    if (i < outputs.size() && (op.is_inplace() || !is_an_input(call, outputs[i]))) bind(outputs[i], v);
     if (i == 0 && mutated >= 0) {
       // A new version of an argument or captured tensor: written back after a run (Segment::writebacks).
       int root = mutated;
@@ -194,13 +205,18 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
            trace_.segments.size() + 1, open_.graph.num_op_nodes());
 }
 
-std::vector<Tensor> Recorder::autograd_call(std::string_view what, const std::source_location& where,
-                                            const Region& run, const std::vector<Tensor>& inputs) {
-  return eager_region(BreakKind::Autograd,
-                      fmt::format("{} runs the autograd engine, which a graph cannot hold: it runs eagerly on every "
-                                  "call (compute the loss in the compiled function and call backward() outside it "
-                                  "to keep one graph)", what),
-                      SourceSite::from(where), run, inputs);
+std::vector<Tensor> Recorder::autograd_call(std::string_view what, AutogradCallKind kind,
+                                            const std::source_location& where, const Region& run,
+                                            const std::vector<Tensor>& inputs) {
+  std::string reason =
+      kind == AutogradCallKind::Engine
+          ? fmt::format("{} runs the autograd engine, which a graph cannot hold: it runs eagerly on every call "
+                        "(compute the loss in the compiled function and call backward() outside it to keep one graph)",
+                        what)
+          : fmt::format("{} reads or changes a tensor's autograd state, which a graph cannot hold: it runs eagerly "
+                        "on every call, on that call's tensor (call it outside the compiled function to keep one graph)",
+                        what);
+  return eager_region(BreakKind::Autograd, std::move(reason), SourceSite::from(where), run, inputs);
 }
 
 void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>& outputs, const std::string& reason) {

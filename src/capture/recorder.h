@@ -37,9 +37,10 @@ class Recorder final : public EagerCallObserver, public TensorReadObserver {
                                    const std::vector<Tensor>& inputs);
 
   void observe(const OpCall& call, const std::vector<Tensor>& outputs) override;
-  // Tensor::backward() and kiln::grad() inside the function: an eager region (break kind `autograd`).
-  std::vector<Tensor> autograd_call(std::string_view what, const std::source_location& where, const Region& run,
-                                    const std::vector<Tensor>& inputs) override;
+  // Tensor::backward(), kiln::grad() and autograd state calls inside the function: an eager region (break kind
+  // `autograd`).
+  std::vector<Tensor> autograd_call(std::string_view what, AutogradCallKind kind, const std::source_location& where,
+                                    const Region& run, const std::vector<Tensor>& inputs) override;
   void read(const Tensor& t, TensorRead kind, const std::source_location& where) override;
 
  private:

@@ -47,4 +47,11 @@ struct AutogradMeta {
 };
 
 AutogradMeta& autograd_meta(const Tensor& t);  // creates it on first use
+
+// The raw state changes and reads behind Tensor::set_requires_grad, grad, set_grad and register_hook (the
+// engine's methods report them to capture first; the engine itself calls these).
+void set_requires_grad_raw(const Tensor& t, bool r);
+Tensor stored_grad(const Tensor& t);
+void set_grad_raw(const Tensor& t, const Tensor& g);
+void register_hook_raw(const Tensor& t, GradHook hook);
 }  // namespace kiln

@@ -190,8 +190,9 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 }
 
 // ---------------------------------------------------------------- autograd accessors
-// Tensor::backward and Tensor::retain_grad (which need ops) are defined by the engine, src/autograd/autograd.cpp;
-// Tensor::detach (which tells a graph recorder about the alias) by the dispatcher, src/ops/dispatch.cpp.
+// Tensor::backward, retain_grad and the state calls capture must see (set_requires_grad, grad, set_grad,
+// register_hook) are defined by the engine, src/autograd/autograd.cpp, over the raw functions here;
+// Tensor::detach (an op call) by the dispatcher, src/ops/dispatch.cpp.
 AutogradMeta& autograd_meta(const Tensor& t) {
   if (!t.impl()->autograd) t.impl()->autograd = std::make_unique<AutogradMeta>();
   return *t.impl()->autograd;
@@ -199,16 +200,16 @@ AutogradMeta& autograd_meta(const Tensor& t) {
 
 bool Tensor::requires_grad() const { return impl_->autograd && impl_->autograd->requires_grad; }
 
-Tensor& Tensor::set_requires_grad(bool r) {
-  KILN_CHECK(!grad_fn(), "set_requires_grad: only leaf tensors can be set; {} was computed by {} (use detach() first)",
-             str(), grad_fn()->name());
-  KILN_CHECK(!r || is_floating(dtype()), "set_requires_grad: only floating-point tensors can require gradients, not {}", str());
-  autograd_meta(*this).requires_grad = r;
-  return *this;
+void set_requires_grad_raw(const Tensor& t, bool r) {
+  KILN_CHECK(!t.grad_fn(), "set_requires_grad: only leaf tensors can be set; {} was computed by {} (use detach() first)",
+             t.str(), t.grad_fn()->name());
+  KILN_CHECK(!r || is_floating(t.dtype()), "set_requires_grad: only floating-point tensors can require gradients, not {}",
+             t.str());
+  autograd_meta(t).requires_grad = r;
 }
 
-Tensor Tensor::grad() const { return impl_->autograd ? impl_->autograd->grad : Tensor(); }
-void Tensor::set_grad(const Tensor& g) { autograd_meta(*this).grad = g; }
+Tensor stored_grad(const Tensor& t) { return t.impl()->autograd ? t.impl()->autograd->grad : Tensor(); }
+void set_grad_raw(const Tensor& t, const Tensor& g) { autograd_meta(t).grad = g; }
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<Node> none;
@@ -217,14 +218,14 @@ const std::shared_ptr<Node>& Tensor::grad_fn() const {
 
 bool Tensor::is_leaf() const { return !grad_fn(); }
 
-void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
-  KILN_CHECK(requires_grad(), "register_hook: {} does not require grad, so no gradient will reach the hook", str());
-  if (auto fn = grad_fn()) {
-    uint32_t nr = impl_->autograd->output_nr;
+void register_hook_raw(const Tensor& t, GradHook hook) {
+  KILN_CHECK(t.requires_grad(), "register_hook: {} does not require grad, so no gradient will reach the hook", t.str());
+  if (auto fn = t.grad_fn()) {
+    uint32_t nr = t.impl()->autograd->output_nr;
     if (fn->pre_hooks.size() <= nr) fn->pre_hooks.resize(nr + 1);
     fn->pre_hooks[nr].push_back(std::move(hook));
   } else {
-    impl_->autograd->leaf_hooks.push_back(std::move(hook));
+    t.impl()->autograd->leaf_hooks.push_back(std::move(hook));
   }
 }
 

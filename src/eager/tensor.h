@@ -103,19 +103,25 @@ class Tensor {
   std::vector<double> to_double_vector(std::source_location where = std::source_location::current()) const;
 
   // ---- autograd ----
+  // The calls below that read or change a tensor's autograd state (all but requires_grad, grad_fn, is_leaf and
+  // backward) are defined by the engine (src/autograd/autograd.cpp): inside a function being captured each is
+  // an eager region (docs/capture.md), so a compiled call repeats it on that call's tensors. `where` names the
+  // user's line there.
   bool requires_grad() const;
-  Tensor& set_requires_grad(bool r);  // only on leaves
-  Tensor grad() const;
-  void set_grad(const Tensor& g);
+  Tensor& set_requires_grad(bool r, std::source_location where = std::source_location::current());  // only on leaves
+  Tensor grad(std::source_location where = std::source_location::current()) const;
+  void set_grad(const Tensor& g, std::source_location where = std::source_location::current());
   const std::shared_ptr<Node>& grad_fn() const;
   bool is_leaf() const;
   // Runs backward from this tensor; `gradient` defaults to ones for a single-element tensor.
   void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false,
                 std::source_location where = std::source_location::current()) const;
-  Tensor detach() const;  // shares storage, no history
+  // The `detach` op (defined in ops/dispatch.cpp): shares storage, no history; capture records it.
+  Tensor detach(std::source_location where = std::source_location::current()) const;
   // Hook called with the gradient w.r.t. this tensor; may return a replacement (or an undefined Tensor to keep it).
-  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
-  void retain_grad() const;
+  void register_hook(std::function<Tensor(const Tensor&)> hook,
+                     std::source_location where = std::source_location::current()) const;
+  void retain_grad(std::source_location where = std::source_location::current()) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -84,7 +84,7 @@ ValueId Graph::add_constant(const std::string& name, const Tensor& value) {
   Node n;
   n.kind = NodeKind::Constant;
   n.constant = value.is_contiguous() ? value : contiguous(value);
-  n.constant = n.constant.detach();
+  n.constant = history_free_alias(n.constant);
   ValueId id = new_value(name, n.constant.meta(), int(nodes_.size()), 0);
   values_[size_t(id)].wrapped_number = value.is_wrapped_number();
   n.outputs = {id};

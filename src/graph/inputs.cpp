@@ -10,6 +10,7 @@
 #include "eager/loops.h"
 #include "eager/philox.h"
 #include "ops/api.h"
+#include "ops/dispatch.h"
 
 namespace kiln::graph {
 
@@ -156,7 +157,7 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
 
 Tensor layout_preserving_copy(const Tensor& t, DType dtype) {
   NoGradGuard no_grad;
-  if (!is_dense_layout(t.sizes(), t.strides())) return to(clone(t), dtype).detach();
+  if (!is_dense_layout(t.sizes(), t.strides())) return history_free_alias(to(clone(t), dtype));
   Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype);
   copy_into(copy, t);
   return copy;

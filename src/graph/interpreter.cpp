@@ -56,6 +56,8 @@ bool is_random_node(const Node& n) {
   return false;
 }
 
+bool draws_from_generator(const Node& n) { return is_random_node(n) && n.op != OpId::philox_rand; }
+
 struct Interpreter::Plan {
   struct NodePlan {
     OpCall call;                  // Op nodes: the argument template

@@ -61,5 +61,8 @@ std::string node_label(const Graph& g, const Node& n);
 // Whether a node draws random numbers (Random ops, and dropout in training mode), so passes must not
 // duplicate, merge or fold it.
 bool is_random_node(const Node& n);
+// Whether it reads and advances the global generator when it runs: every random node but philox_rand, whose
+// generator state is its inputs (so it is a pure function of them: AOT's partitioner may recompute it).
+bool draws_from_generator(const Node& n);
 
 }  // namespace kiln::graph

@@ -112,7 +112,7 @@ bool eliminate_dead_code(Graph& g) {
   bool changed = false;
   for (size_t i = nodes.size(); i-- > 0;) {
     const Node& n = nodes[i];
-    bool random = is_random_node(n);
+    bool random = draws_from_generator(n);  // philox_rand is pure: removable when unused
     bool unused = true;
     for (ValueId id : n.outputs) unused &= uses[size_t(id)] == 0;
     if (unused && !is_inplace_node(n) && !(random && random_after)) {
@@ -144,7 +144,7 @@ bool eliminate_common_subexpressions(Graph& g, UnroundedValues unrounded) {
       seen.clear();  // nothing computed before the mutation may stand in for something computed after it
       continue;
     }
-    if (is_random_node(n)) continue;
+    if (draws_from_generator(n)) continue;  // two draws differ; two philox_rand calls with one state do not
     // Two results written in place later are two storages in eager: merged, one would see the other's writes.
     if (std::any_of(n.outputs.begin(), n.outputs.end(), [&](ValueId o) { return mutated[size_t(o)]; })) continue;
     std::string key = node_key(g, n);
@@ -192,7 +192,7 @@ bool fold_constants(Graph& g, int64_t max_elements, UnroundedValues unrounded) {
     KILN_LOG(LogChannel::Passes, "constant_folding: {} -> {}", node_summary(g, n), result.str());
     Node c;
     c.kind = NodeKind::Constant;
-    c.constant = (result.is_contiguous() ? result : contiguous(result)).detach();
+    c.constant = history_free_alias(result.is_contiguous() ? result : contiguous(result));
     c.outputs = n.outputs;
     c.loc = n.loc;
     out.meta = c.constant.meta();

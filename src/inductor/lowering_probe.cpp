@@ -64,7 +64,8 @@ graph::Graph probe_graph(const OpInfo& op, const Variant& v) {
     }
     switch (a.type) {
       case ArgType::Tensor:
-        if (index_like) args.push_back(graph::TensorArg{tensor(DType::I64, {v.sizes[0]})});
+        if (a.name == "seed" || a.name == "offset") args.push_back(graph::TensorArg{tensor(DType::I64, {})});  // philox_rand
+        else if (index_like) args.push_back(graph::TensorArg{tensor(DType::I64, {v.sizes[0]})});
         else if (a.optional) args.push_back(graph::TensorArg{tensor(v.dtype, {v.sizes.size() > 1 ? v.sizes[1] : v.sizes[0]})});
         else args.push_back(graph::TensorArg{tensor(v.dtype, v.sizes)});
         break;

@@ -118,6 +118,10 @@ ViewBody view_select(const ViewCall& c) {
   });
 }
 // Both only add or drop size-1 dims: map the non-1 dims in order, size-1 input dims read index 0.
+// detach: the same elements (gradients stopping is the joint graph's business, not the loop IR's).
+ViewBody view_identity(const ViewCall&) {
+  return view_map([](const std::vector<Index>& idx) { return idx; });
+}
 ViewBody view_squeeze_unsqueeze(const ViewCall& c) {
   return view_map([in = c.in_sizes, out = c.out_sizes](const std::vector<Index>& idx) {
     std::vector<Index> kept;

@@ -244,7 +244,7 @@ std::vector<Tensor> CompiledGraph::Impl::run_watched(const std::vector<Tensor>& 
   std::vector<Tensor> before;
   {
     NoGradGuard no_grad;
-    for (const Tensor& t : inputs) before.push_back(clone(t).detach());
+    for (const Tensor& t : inputs) before.push_back(history_free_alias(clone(t)));
   }
   std::vector<Tensor> outputs;
   try {

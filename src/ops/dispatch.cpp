@@ -182,8 +182,9 @@ std::vector<Tensor> dispatch_observed(const OpCall& call, EagerCallObserver* obs
 }  // namespace
 
 std::vector<Tensor> run_autograd_call(std::string_view what, const std::source_location& where,
-                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs) {
-  return t_eager_observer ? t_eager_observer->autograd_call(what, where, run, inputs) : run(inputs);
+                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs,
+                                      AutogradCallKind kind) {
+  return t_eager_observer ? t_eager_observer->autograd_call(what, kind, where, run, inputs) : run(inputs);
 }
 
 EagerCallObserver* set_eager_call_observer(EagerCallObserver* o) {
@@ -199,22 +200,26 @@ void record_meta_alias(const Tensor& of, const Tensor& alias) {
   if (t_recorder) t_recorder->alias(of, alias);
 }
 
-// Defined here, not in eager/tensor.cpp, because a detached meta tensor is reported to the graph recorder.
-Tensor Tensor::detach() const {
+Tensor history_free_alias(const Tensor& t) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = storage();
-  impl->offset = offset();
-  impl->sizes = sizes();
-  impl->strides = strides();
-  impl->dtype = dtype();
-  impl->device = device();
-  impl->wrapped_number = impl_->wrapped_number;
+  impl->storage = t.storage();
+  impl->offset = t.offset();
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->dtype = t.dtype();
+  impl->device = t.device();
+  impl->wrapped_number = t.is_wrapped_number();
   // No view_base: a detached alias has no history to rewrite, and pointing back at the source would make a
   // cycle when autograd saves detached outputs (output -> grad_fn -> saved alias -> output).
   Tensor alias(std::move(impl));
-  if (is_meta()) record_meta_alias(*this, alias);  // a decomposition being recorded: the same graph value
+  if (t.is_meta()) record_meta_alias(t, alias);  // a decomposition being recorded: the same graph value
   return alias;
 }
+
+// Defined here, not in eager/tensor.cpp: the call goes through the dispatcher (the `detach` op), so capture
+// records it and a compiled function replays it on each call's values instead of baking the first call's
+// result in as a constant.
+Tensor Tensor::detach(std::source_location where) const { return call_op1(OpId::detach, {*this}, where); }
 
 namespace {
 AutogradHook* g_autograd_hook = nullptr;  // set once during static initialisation (src/autograd/autograd.cpp)

@@ -44,6 +44,10 @@ class MetaCallRecorder {
 };
 // Tells the installed recorder, if any, that `alias` stands for the same value as `of`.
 void record_meta_alias(const Tensor& of, const Tensor& alias);
+// The autograd engine's and the runtime's own detach: a new handle on the same elements without history, made
+// without an op call, so capture never records it (a saved alias, a history-free view of a compiled function's
+// input, a graph constant). User code calls Tensor::detach(), the `detach` op, which capture records.
+Tensor history_free_alias(const Tensor& t);
 class ScopedMetaCallRecorder {
  public:
   explicit ScopedMetaCallRecorder(MetaCallRecorder* r);
@@ -74,23 +78,28 @@ AutogradHook* set_autograd_hook(AutogradHook* hook);
 // (non-meta) call runs as usual and is then reported with its outputs. The calls the op makes itself (its
 // decomposition, its kernel's helpers) and their host reads (TensorReadObserver) are not reported. The
 // observer may throw (fullgraph). Costs one thread-local load per call when none is installed.
+enum class AutogradCallKind : uint8_t { Engine, State };
 class EagerCallObserver {
  public:
   using Region = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   virtual ~EagerCallObserver() = default;
   virtual void observe(const OpCall& call, const std::vector<Tensor>& outputs) = 0;
-  // An autograd engine call (`what`: "Tensor::backward()", "kiln::grad()") at the user's `where`: `run` on
-  // `inputs` does it. Its VJP calls must not be observed as ops of the caller's code; capture runs it as an eager
-  // region (a graph break that runs it on every call).
-  virtual std::vector<Tensor> autograd_call(std::string_view what, const std::source_location& where,
-                                            const Region& run, const std::vector<Tensor>& inputs) = 0;
+  // An autograd engine call (`what`: "Tensor::backward()", "kiln::grad()"; kind Engine) or a read or change of a
+  // tensor's autograd state ("Tensor::set_requires_grad()", "Tensor::grad()", hooks; kind State) at the user's
+  // `where`: `run` on `inputs` does it. Its VJP calls must not be observed as ops of the caller's code, and the
+  // state it touches belongs to each call's tensors; capture runs it as an eager region (a graph break that runs
+  // it on every call).
+  virtual std::vector<Tensor> autograd_call(std::string_view what, AutogradCallKind kind,
+                                            const std::source_location& where, const Region& run,
+                                            const std::vector<Tensor>& inputs) = 0;
 };
 // Installs `o` on this thread (null removes it); returns the previous observer.
 EagerCallObserver* set_eager_call_observer(EagerCallObserver* o);
 
 // Runs an autograd engine call: through this thread's observer when one is installed, else directly.
 std::vector<Tensor> run_autograd_call(std::string_view what, const std::source_location& where,
-                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs);
+                                      const EagerCallObserver::Region& run, const std::vector<Tensor>& inputs,
+                                      AutogradCallKind kind = AutogradCallKind::Engine);
 
 // Allocates contiguous outputs for `call` from its infer function (kernels use this).
 std::vector<Tensor> alloc_outputs(const OpCall& call);

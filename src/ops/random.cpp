@@ -1,7 +1,9 @@
 // Random ops: rand, randn, randint, bernoulli, rand_like, randn_like. Element i of a call draws from
 // Philox4x32-10 with key = seed and counter = (0, offset + i), where (seed, offset) is the default generator's
 // state; the call then advances the offset by its element count. So a draw depends only on (seed, offset, i):
-// compiled CPU and GPU code reproduce eager's numbers exactly by using the same rule.
+// compiled CPU and GPU code reproduce eager's numbers exactly by using the same rule (core/philox.h).
+// philox_rand is the functional form: the same elements as rand / randn for a (seed, offset) given as tensors,
+// without touching the generator.
 #include <cmath>
 
 #include "eager/loops.h"
@@ -22,29 +24,26 @@ std::pair<uint64_t, uint64_t> reserve(int64_t n) {
 
 // Fills a new contiguous tensor: value(i) = f(philox draw for element i), computed in T's compute type.
 template <class F>
-Tensor generate(const Shape& size, DType dt, F f) {
+Tensor generate_at(const Shape& size, DType dt, uint64_t seed, uint64_t first, F f) {
   Tensor out = Tensor::empty(size, dt);
-  auto [seed, first] = reserve(out.numel());
   KILN_DISPATCH_ALL(dt, [&](auto z) {
     using T = decltype(z);
     T* p = static_cast<T*>(out.data_ptr());
     parallel_for(out.numel(), 4096, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = convert_element<T>(f(Philox4x32::draw(seed, 0, first + uint64_t(i)), dt));
+      for (int64_t i = b; i < e; ++i) p[i] = convert_element<T>(f(philox_element(seed, first, uint64_t(i)), dt));
     });
   });
   return out;
 }
-
-double uniform01(const std::array<uint32_t, 4>& r, DType dt) {
-  return dt == DType::F64 ? uints_to_unit_double(r[0], r[1]) : double(uint_to_unit_float(r[0]));
+// The same from the default generator, which it advances.
+template <class F>
+Tensor generate(const Shape& size, DType dt, F f) {
+  auto [seed, first] = reserve(shape_numel(size));
+  return generate_at(size, dt, seed, first, f);
 }
 
-// Box-Muller on two uniforms from the same draw.
-double standard_normal(const std::array<uint32_t, 4>& r, DType dt) {
-  double u1 = dt == DType::F64 ? uints_to_unit_double(r[0], r[1]) : double(uint_to_unit_float(r[0]));
-  double u2 = dt == DType::F64 ? uints_to_unit_double(r[2], r[3]) : double(uint_to_unit_float(r[1]));
-  return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(2.0 * M_PI * u2);
-}
+double uniform01(const std::array<uint32_t, 4>& r, DType dt) { return philox_uniform(r, dt == DType::F64); }
+double standard_normal(const std::array<uint32_t, 4>& r, DType dt) { return philox_normal(r, dt == DType::F64); }
 
 DType float_dtype_arg(const OpCall& c, int i, std::string_view op) {
   DType dt = c.opt_dtype(i).value_or(kDefaultFloat);
@@ -111,7 +110,7 @@ std::vector<Tensor> bernoulli_kernel(const OpCall& c) {
     T* o = static_cast<T*>(out.data_ptr());
     parallel_for(x.numel(), 4096, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        double u = uniform01(Philox4x32::draw(seed, 0, first + uint64_t(i)), DType::F64);
+        double u = uniform01(philox_element(seed, first, uint64_t(i)), DType::F64);
         o[i] = convert_element<T>(u < (pp ? pp[i] : fixed) ? 1 : 0);
       }
     });
@@ -119,9 +118,37 @@ std::vector<Tensor> bernoulli_kernel(const OpCall& c) {
   return {out};
 }
 
+// philox_rand(size, seed, offset, distribution, dtype): seed and offset are one-element integer tensors (their
+// 64 bits, so a uint64 generator state round-trips through int64).
+uint64_t state_word(const OpCall& c, int i, std::string_view what) {
+  const Tensor& t = c.tensor(i);
+  KILN_CHECK(t.numel() == 1 && is_integral(t.dtype(), false),
+             "philox_rand: {} must be a one-element integer tensor, got {}", what, t.str());
+  return uint64_t(t.is_meta() ? 0 : as_contiguous_dtype(t, DType::I64).data<int64_t>()[0]);
+}
+bool normal_distribution(const OpCall& c) {
+  const std::string& d = c.str(3);
+  KILN_CHECK(d == "uniform" || d == "normal", "philox_rand: distribution must be \"uniform\" or \"normal\", got \"{}\"", d);
+  return d == "normal";
+}
+std::vector<TensorMeta> philox_rand_infer(const OpCall& c) {
+  state_word(c, 1, "seed");
+  state_word(c, 2, "offset");
+  normal_distribution(c);
+  for (int64_t s : c.ints(0)) KILN_CHECK(s >= 0, "philox_rand: negative dimension {} in size {}", s, shape_str(c.ints(0)));
+  return {contiguous_meta(c.ints(0), float_dtype_arg(c, 4, "philox_rand"))};
+}
+std::vector<Tensor> philox_rand_kernel(const OpCall& c) {
+  TensorMeta m = philox_rand_infer(c)[0];
+  uint64_t seed = state_word(c, 1, "seed"), offset = state_word(c, 2, "offset");
+  if (normal_distribution(c)) return {generate_at(m.sizes, m.dtype, seed, offset, standard_normal)};
+  return {generate_at(m.sizes, m.dtype, seed, offset, uniform01)};
+}
+
 }  // namespace
 
 void register_random_ops() {
+  def(OpId::philox_rand).infer(philox_rand_infer).kernel(philox_rand_kernel);
   def(OpId::rand).infer(rand_infer).kernel(rand_kernel);
   def(OpId::randn).infer(rand_infer).kernel(randn_kernel);
   def(OpId::randint).infer(randint_infer).kernel(randint_kernel);

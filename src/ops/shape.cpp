@@ -360,6 +360,9 @@ std::vector<TensorMeta> contiguous_infer(const OpCall& c) {
 }
 std::vector<Tensor> identity_vjp(const VjpCall& v) { return {v.grads[0]}; }
 
+// detach: the same elements without history (not differentiable: the dispatcher records none for it).
+std::vector<Tensor> detach_kernel(const OpCall& c) { return {history_free_alias(c.tensor(0))}; }
+
 std::vector<Tensor> to_kernel(const OpCall& c) {
   const Tensor& x = c.tensor(0);
   if (x.dtype() == c.dtype(1)) return {x};
@@ -387,6 +390,7 @@ void register_shape_ops() {
   def(OpId::unsqueeze).infer(infer_by_kernel<unsqueeze_kernel>).kernel(unsqueeze_kernel).vjp(reshape_back_vjp);
   def(OpId::as_strided).infer(infer_by_kernel<as_strided_kernel>).kernel(as_strided_kernel).vjp(as_strided_vjp);
   def(OpId::diagonal).infer(infer_by_kernel<diagonal_kernel>).kernel(diagonal_kernel).vjp(diagonal_vjp);
+  def(OpId::detach).infer(infer_by_kernel<detach_kernel>).kernel(detach_kernel);
   def(OpId::narrow).decomp(narrow_decomp);
   def(OpId::flatten).decomp(flatten_decomp);
   def(OpId::split).decomp(split_decomp);

@@ -881,6 +881,14 @@ def gen_copy(ctx, op):
     yield Case({"self": ctx.t([3], "bf16")}, fn, "bf16")
 
 
+@gen("detach")
+def gen_detach(ctx, op):
+    # The manifest's detach cases reuse clone's files (detach returns its input's values, without history).
+    fn = lambda self: self.detach()
+    yield Case({"self": ctx.t(ctx.shape(), "f32")}, fn, "f32")
+    yield Case({"self": ctx.t([], "f64")}, fn, "0-dim")
+
+
 @gen("to")
 def gen_to(ctx, op):
     fn = lambda self, dtype: self.to(dtype)
