@@ -37,6 +37,7 @@ constexpr int kMaxGroupCost = 4 * kLibmCallCost;
 // A group being formed: loops [first, next), the loop writing each of its buffers, the last loop reading each
 // from registers so far, and how many such values are live into each loop.
 struct GroupBuilder {
+  GroupBuilder(const Kernel& kernel, const LoweredGraph& lowered) : k(kernel), lg(lowered) {}
   const Kernel& k;
   const LoweredGraph& lg;
   size_t first = 0;
@@ -127,7 +128,7 @@ std::optional<Index> in_vars_of(const Index& ix, const std::vector<Index>& from,
 std::vector<ElementGroup> plan_element_groups(const Kernel& k, const LoweredGraph& lg) {
   std::vector<ElementGroup> groups;
   if (k.deferred_host >= 0 || k.parallel_loop != -1 || k.loops.empty()) return groups;
-  GroupBuilder group{k, lg};
+  GroupBuilder group(k, lg);
   auto close = [&](size_t end) {
     if (end - group.first < 2) return;
     ElementGroup g{group.first, end, {}};
