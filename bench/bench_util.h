@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -75,6 +76,14 @@ inline void flush_from_caches(const void* p, int64_t bytes) {
   });
   _mm_sfence();
 #endif
+}
+
+// CPU time of the calling thread: what a single-threaded phase (a compile) costs regardless of the machine's load,
+// which inflates its wall time on the shared development machine.
+inline double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
 // The fastest of `reps` timed runs after an untimed one (page faults, code, caches): on a shared, noisy machine

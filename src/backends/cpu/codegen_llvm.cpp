@@ -7,6 +7,7 @@
 //   codegen_loops.cpp      loops and loop nests
 //   codegen_reduction.cpp  accumulators, blocked sums, float extremes
 //   codegen_rows.cpp       kernel-local rows, prefetching, the row range of deferred writes
+//   codegen_groups.cpp     consecutive pointwise loops that share one element loop
 // Loops are emitted in the plain header/body/latch form; SROA, loop rotation, LICM and the loop vectoriser of
 // the O2 pipeline (run in jit.cpp) do the rest. Accumulators live in allocas that SROA promotes to registers.
 #include "backends/cpu/codegen_llvm.h"
@@ -17,9 +18,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "backends/cpu/codegen_context.h"
+#include "backends/cpu/codegen_groups.h"
 #include "backends/cpu/codegen_loops.h"
 #include "backends/cpu/codegen_reduction.h"
 #include "backends/cpu/codegen_rows.h"
@@ -48,6 +51,7 @@ class KernelEmitter {
  private:
   KernelContext cx_;
   RowPlan rows_;             // next-row prefetching (codegen_rows.h)
+  std::vector<ElementGroup> groups_;  // loops sharing an element loop (codegen_groups.h)
   std::string row_key_;      // with deferred row writes: the outer variable the rows run along
   int outer_parallel_ = -1;  // the outer dim split across threads (-1: a loop of the kernel is split instead)
 
@@ -58,6 +62,8 @@ class KernelEmitter {
   void emit_row(EmitScope& scope);
   void emit_pointwise(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch_next_row,
                       const DeferredBody& deferred = {});
+  void emit_group(EmitScope& scope, const ElementGroup& g);
+  void emit_group_element(EmitScope& scope, const ElementGroup& g);
   void emit_streamed_elements(EmitScope& scope, const KernelLoop& l, const Index& var, Value* lo, Value* hi,
                               const Prefetch& prefetch, const std::function<void(Value*)>& element);
   void emit_host(EmitScope& scope, const KernelLoop& l, int parallel, bool prefetch, Value* first);
@@ -71,6 +77,7 @@ void KernelEmitter::emit(const std::string& symbol) {
   if (deferred()) row_key_ = k.outer_vars[innermost(k.outer_vars)].terms[0].first->key;
   allocate_local_rows(cx_);
   rows_ = plan_next_row_reads(cx_);
+  groups_ = plan_element_groups(cx_.k, cx_.lg);
   const int last = int(k.loops.size()) - 1;
   if (deferred() && rows_.prefetch_loop == last) rows_.prefetch_loop = k.deferred_host;  // the last loop runs in the host
   const size_t n = cx_.args.size();
@@ -143,7 +150,13 @@ void KernelEmitter::emit_row(EmitScope& scope) {
   const int last = int(k.loops.size()) - 1;
   scope.registers.clear();
   ReductionEmitter reductions(cx_, scope);
+  auto group = groups_.begin();
   for (size_t i = 0; i < k.loops.size(); ++i) {
+    if (group != groups_.end() && group->first == i) {
+      emit_group(scope, *group);
+      i = group++->end - 1;
+      continue;
+    }
     const KernelLoop& l = k.loops[i];
     const int par = k.parallel_loop == int(i) ? k.parallel_dim - int(k.outer.size()) : -1;
     if (deferred() && int(i) == last) continue;  // written one row late, by the host
@@ -200,6 +213,55 @@ void KernelEmitter::emit_pointwise(EmitScope& scope, const KernelLoop& l, int pa
     });
   }, last);
   scope.memo.clear();
+}
+
+// The loops of group `g` in one element loop over the first loop's variables (prefetching the next row when one
+// of them is the prefetching loop).
+void KernelEmitter::emit_group(EmitScope& scope, const ElementGroup& g) {
+  const KernelLoop& lead = cx_.k.loops[g.first];
+  const std::vector<Index> inner = inner_vars(cx_.k, lead);
+  const Shape& sizes = cx_.node_of(lead).sizes;
+  const Shape inner_sizes(sizes.begin() + int64_t(cx_.k.outer.size()), sizes.end());
+  const size_t last = innermost(inner);
+  const bool prefetch = rows_.prefetch_loop >= int(g.first) && rows_.prefetch_loop < int(g.end);
+  const Prefetch next_row{&rows_.next_row_reads, 2};
+  const int64_t line = std::max<int64_t>(1, 64 / dtype_size(cx_.lg.buffers[size_t(cx_.node_of(lead).buffer)].dtype));
+  auto element = [&](Value* x) {
+    scope.vars[inner[last].terms[0].first->key] = x;
+    emit_group_element(scope, g);
+  };
+  emit_nest(cx_, scope, inner, inner_sizes, 0, -1, [&] {
+    emit_element_loop(cx_, scope, cx_.c64(0), cx_.c64(inner_sizes[last]), cx_.c64(0), line,
+                      prefetch ? next_row : Prefetch{}, element);
+  }, last);
+  scope.memo.clear();
+}
+
+// One element of group `g`: each loop with its variables bound to the lead loop's, its reads of what earlier
+// loops of the group wrote served from registers (codegen_groups.h guarantees they read this element), its
+// store skipped when nothing else reads the buffer.
+void KernelEmitter::emit_group_element(EmitScope& scope, const ElementGroup& g) {
+  const Kernel& k = cx_.k;
+  const std::vector<Index> lead = inner_vars(k, k.loops[g.first]);
+  std::map<int, Value*> written;  // buffer -> its value at this element, as a load of it would give
+  for (size_t i = g.first; i < g.end; ++i) {
+    const KernelLoop& l = k.loops[i];
+    const LoopNode& n = cx_.node_of(l);
+    const std::vector<Index> inner = inner_vars(k, l);
+    for (size_t p = 0; p < inner.size(); ++p)
+      if (!inner[p].is_constant()) scope.vars[inner[p].terms[0].first->key] = scope.vars.at(lead[p].terms[0].first->key);
+    std::vector<std::pair<int, Index>> loads;
+    s_loads(l.value, loads);
+    for (const auto& [b, ix] : loads)
+      if (auto w = written.find(b); w != written.end()) scope.registers[b] = {ix.str(), w->second};
+    scope.memo.clear();
+    ScalarEmitter s(cx_, scope, &inner[innermost(inner)]);
+    Value* v = s.value(l.value);
+    const DType dt = cx_.lg.buffers[size_t(n.buffer)].dtype;
+    if (!g.unstored.count(n.buffer)) s.store(n.buffer, ix_linear(l.idx, n.sizes), v, l.value->dtype);
+    written[n.buffer] = s.from_storage(s.to_storage(s.cast(v, l.value->dtype, dt), dt), dt);
+  }
+  for (const auto& w : written) scope.registers.erase(w.first);
 }
 
 // A streamed store's elements [lo, hi): split where the output address reaches a 64-byte boundary; the second
