@@ -160,7 +160,7 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
 Tensor layout_preserving_copy(const Tensor& t, DType dtype) {
   NoGradGuard no_grad;
   if (!is_dense_layout(t.sizes(), t.strides())) return to(clone(t), dtype).detach();
-  Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype);
+  Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype, t.device());
   copy_into(copy, t);
   return copy;
 }
