@@ -11,6 +11,9 @@
 // elements: 1 kernel; four softmaxes over alternating dims of 32x32: 9 kernels), launched kernel by kernel
 // (direct) or replayed as a CUDA graph (reduce-overhead). Counters: issue_us (host time to enqueue one call, averaged over a burst that stays under
 // the launch queue's depth), latency_us (one call launched and waited for, the median of kLatencyCalls).
+// inductor_cuda/overhead_<graph>_tensors_<mode>: the same through CompiledGraph::operator() on CUDA tensors (mode
+// default: kernels launched on the tensors; reduce-overhead: inputs copied into the recording's buffers, one
+// graph replay, outputs copied out). Each call returns after the kernels ran. Counter: latency_us (median).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
 #include "core/error.h"
+#include "eager/device_copy.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
 #include "inductor/compile.h"
@@ -177,6 +181,41 @@ void run_overhead(benchmark::State& state, const std::string& text, cuda::Device
   }
 }
 
+void run_tensor_overhead_or_throw(benchmark::State& state, const std::string& text, const std::string& mode) {
+  std::string why;
+  if (!cuda::driver(&why)) return state.SkipWithError(("needs a CUDA device: " + why).c_str());
+  graph::Graph g = graph::parse_graph(text, "bench.kir");
+  CompileOptions options;
+  options.device = "cuda";
+  options.backend = "inductor_cuda";
+  options.mode = mode;
+  std::shared_ptr<CompiledGraph> c = compile(g, options);
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : graph::seeded_inputs(g, 0)) inputs.push_back(to_device(t, Device{DeviceType::CUDA, 0}));
+  (*c)(inputs);  // loads the modules; records the graph
+  using clock = std::chrono::steady_clock;
+  std::vector<double> latency;
+  for (auto _ : state) {
+    for (int i = 0; i < kLatencyCalls; ++i) {
+      const auto t0 = clock::now();
+      benchmark::DoNotOptimize((*c)(inputs));
+      latency.push_back(std::chrono::duration<double>(clock::now() - t0).count());
+    }
+    std::nth_element(latency.begin(), latency.begin() + kLatencyCalls / 2, latency.end());
+    state.SetIterationTime(latency[kLatencyCalls / 2]);
+  }
+  state.counters["latency_us"] = latency[kLatencyCalls / 2] * 1e6;
+  state.counters["kernels"] = c->stats().kernels;
+}
+
+void run_tensor_overhead(benchmark::State& state, const std::string& text, const std::string& mode) {
+  try {
+    run_tensor_overhead_or_throw(state, text, mode);
+  } catch (const Error& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
 void BM_pointwise10(benchmark::State& s) { run_case(s, pointwise10_text(64 << 20)); }
 void BM_whole_sum(benchmark::State& s) { run_case(s, whole_sum_text(64 << 20)); }
 void BM_mlp(benchmark::State& s) { run_case(s, mlp_text()); }
@@ -198,6 +237,10 @@ void BM_overhead_pointwise10_direct(benchmark::State& s) { run_overhead(s, point
 void BM_overhead_pointwise10_graph(benchmark::State& s) { run_overhead(s, pointwise10_text(1024), cuda::DeviceProgram::Launches::CudaGraph); }
 void BM_overhead_four_softmaxes_direct(benchmark::State& s) { run_overhead(s, four_softmaxes_text(), cuda::DeviceProgram::Launches::Direct); }
 void BM_overhead_four_softmaxes_graph(benchmark::State& s) { run_overhead(s, four_softmaxes_text(), cuda::DeviceProgram::Launches::CudaGraph); }
+void BM_overhead_pointwise10_tensors(benchmark::State& s) { run_tensor_overhead(s, pointwise10_text(1024), "default"); }
+void BM_overhead_pointwise10_tensors_recorded(benchmark::State& s) {
+  run_tensor_overhead(s, pointwise10_text(1024), "reduce-overhead");
+}
 void BM_softmax(benchmark::State& s) { run_case(s, softmax_text(8192)); }
 void BM_layernorm(benchmark::State& s) { run_case(s, layernorm_text(8192)); }
 void BM_row_sum(benchmark::State& s) { run_case(s, row_sum_text(8192)); }
@@ -215,6 +258,8 @@ BENCHMARK(BM_overhead_pointwise10_direct)->Name("inductor_cuda/overhead_pointwis
 BENCHMARK(BM_overhead_pointwise10_graph)->Name("inductor_cuda/overhead_pointwise10_1024_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_overhead_four_softmaxes_direct)->Name("inductor_cuda/overhead_four_softmaxes_32x32_direct")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_overhead_four_softmaxes_graph)->Name("inductor_cuda/overhead_four_softmaxes_32x32_cudagraph")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_pointwise10_tensors)->Name("inductor_cuda/overhead_pointwise10_1024_tensors_default")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_overhead_pointwise10_tensors_recorded)->Name("inductor_cuda/overhead_pointwise10_1024_tensors_reduce_overhead")->UseManualTime()->Iterations(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace kiln

@@ -17,6 +17,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "inductor/compile_options.h"
 #include "minifier/emit.h"
 #include "ops/api.h"
 #include "repro/training.h"
@@ -33,6 +34,7 @@ struct RunArgs {
   bool check = false;
   bool grad = false;  // with check: forward and backward, outputs and gradients judged (repro/training.h)
   std::string dump_dir;
+  std::string mode;  // the default compile mode for this run (reduce-overhead: the CUDA backend replays a CUDA graph)
   std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
 };
 
@@ -103,6 +105,11 @@ int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uin
 
 int run_run(const RunArgs& a) {
   const BackendFn& backend = find_backend(a.backend);
+  if (!a.mode.empty()) {
+    KILN_CHECK(a.mode == "default" || a.backend == "inductor_cuda", "--mode {} replays the compiled program as a CUDA "
+               "graph, which needs --backend inductor_cuda (not {})", a.mode, a.backend);
+    set_default_compile_mode(a.mode);
+  }
   graph::Graph g = graph::load_graph(a.file);
   graph::verify_graph(g, a.file);
   uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
@@ -153,6 +160,10 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   run->add_option("graph", run_args.file, "the .kir file")->required();
   run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or inductor (compiled)")
       ->default_str("eager");
+  run->add_option("--mode", run_args.mode,
+                  "compile mode: default, or reduce-overhead (--backend inductor_cuda: the whole "
+                  "program recorded once into a CUDA graph and replayed)")
+      ->check(CLI::IsMember({"default", "reduce-overhead"}));
   auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
                                  "directory with one .npy per graph input, named after it (%x -> x.npy)");
   auto* seed = run->add_option("--seed", run_args.seed,

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ops/api.h"
+#include "ops/device_fallback.h"
 #include "ops/dispatch.h"
 
 namespace kiln {
@@ -257,7 +258,7 @@ std::vector<Tensor> run_inplace_recorded(const OpCall& call) {
   std::vector<Tensor> outs;
   {
     NoGradGuard no_grad;
-    outs = call.op->kernel(call);  // writes into self
+    outs = run_eager_kernel(call);  // writes into self (through a host copy for a device tensor)
   }
   self.storage()->bump_version();
   // Edges from the snapshot's history; the node keeps the snapshot without it (its history can lead back to

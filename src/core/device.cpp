@@ -1,8 +1,11 @@
-// CPU storage allocation with live/peak byte accounting and a bounded cache of freed large blocks.
+// CPU storage allocation with live/peak byte accounting and a bounded cache of freed large blocks; other
+// devices' storage and copies through their installed DeviceHooks.
 #include "core/device.h"
+#include "core/device_hooks.h"
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -62,11 +65,54 @@ void account(int64_t delta) {
   int64_t peak = g_peak.load();
   while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {}
 }
+
+std::atomic<DeviceHooks*> g_cuda_hooks{nullptr};
+
+std::shared_ptr<Storage> allocate_on_device(int64_t nbytes, Device device) {
+  DeviceHooks* hooks = &device_hooks(device.type);
+  void* p = nbytes > 0 ? hooks->allocate(nbytes, device) : nullptr;
+  return std::make_shared<Storage>(p, nbytes, device, [hooks, nbytes, device](void* q) {
+    if (q) hooks->free(q, nbytes, device);
+  });
+}
 }  // namespace
 
+DeviceHooks* set_device_hooks(DeviceType type, DeviceHooks* hooks) {
+  KILN_CHECK(type == DeviceType::CUDA, "set_device_hooks: the CPU's memory is not a hook");
+  return g_cuda_hooks.exchange(hooks);
+}
+
+DeviceHooks& device_hooks(DeviceType type) {
+  DeviceHooks* hooks = type == DeviceType::CUDA ? g_cuda_hooks.load() : nullptr;
+  KILN_CHECK(hooks, "{} tensors are not available in this build (kiln was built without its CUDA backend: "
+             "configure with -DKILN_CUDA=ON where the CUDA toolkit is installed)", type == DeviceType::CUDA ? "CUDA" : "cpu");
+  return *hooks;
+}
+
+void copy_bytes(void* dst, Device to, const void* src, Device from, int64_t nbytes) {
+  if (nbytes <= 0) return;
+  if (to.type == DeviceType::CPU && from.type == DeviceType::CPU) {
+    std::memcpy(dst, src, size_t(nbytes));
+    return;
+  }
+  device_hooks(to.type == DeviceType::CPU ? from.type : to.type).copy(dst, to, src, from, nbytes);
+}
+
+std::optional<Device> parse_device(std::string_view text) {
+  if (text == "cpu") return Device{};
+  if (text == "cuda") return Device{DeviceType::CUDA, 0};
+  if (!text.starts_with("cuda:") || text.size() == 5 || text.size() > 8) return std::nullopt;
+  int index = 0;
+  for (char c : text.substr(5)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    index = index * 10 + (c - '0');
+  }
+  return Device{DeviceType::CUDA, index};
+}
+
 std::shared_ptr<Storage> Storage::allocate(int64_t nbytes, Device device) {
-  KILN_CHECK(device.type == DeviceType::CPU, "allocation on {} is not available in this build", device.str());
   KILN_CHECK(nbytes >= 0, "cannot allocate a negative number of bytes ({})", nbytes);
+  if (device.type != DeviceType::CPU) return allocate_on_device(nbytes, device);  // device_hooks.h
   size_t rounded = (size_t(nbytes) + 63) / 64 * 64;
   void* p = rounded ? take_block(rounded) : nullptr;
   if (rounded && !p) fail("out of memory allocating {} bytes on the CPU", nbytes);

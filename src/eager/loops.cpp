@@ -1,5 +1,9 @@
-// Broadcasting helpers and the dtype-converting copy (the one kernel every conversion goes through).
+// Broadcasting helpers and the dtype-converting copy (the one kernel every conversion goes through; device
+// tensors through the host).
 #include "eager/loops.h"
+
+#include "core/device_hooks.h"
+#include "eager/device_copy.h"
 
 namespace kiln {
 
@@ -29,7 +33,22 @@ Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   return st;
 }
 
+namespace {
+// copy_into where either tensor lives on a device: eager loops read and write host memory, so the source's values
+// and the destination's span come to the host, and the span goes back (eager/device_copy.h).
+void copy_into_through_host(const Tensor& dst, const Tensor& src) {
+  const Tensor host_src = to_device(src, Device{});
+  if (dst.device().type == DeviceType::CPU) return copy_into(dst, host_src);
+  const Tensor host_dst = to_device(dst, Device{});  // the span dst covers, dst's offset within it kept
+  copy_into(host_dst, host_src);
+  const int64_t span_start = dst.offset() - host_dst.offset();
+  copy_bytes(static_cast<char*>(dst.storage()->data()) + span_start * dtype_size(dst.dtype()), dst.device(),
+             host_dst.storage()->data(), Device{}, host_dst.storage()->nbytes());
+}
+}  // namespace
+
 void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device().type != DeviceType::CPU || src.device().type != DeviceType::CPU) return copy_into_through_host(dst, src);
   KILN_DISPATCH_ALL(dst.dtype(), [&](auto d) {
     using To = decltype(d);
     KILN_DISPATCH_ALL(src.dtype(), [&](auto s) {

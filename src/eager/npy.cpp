@@ -1,5 +1,6 @@
 // read_npy / write_npy: a tensor's storage as the buffer of core/npy.h's raw reader and writer.
 #include "eager/npy.h"
+#include "eager/device_copy.h"
 
 #include "eager/loops.h"
 
@@ -27,7 +28,7 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
 void write_npy(const std::string& path, const Tensor& t) {
   KILN_CHECK(t.defined(), "write_npy: {}: the tensor is undefined", path);
   KILN_CHECK(!t.is_meta(), "write_npy: {}: {} is a meta tensor (it has no data)", path, t.str());
-  Tensor data = as_contiguous_dtype(t, t.dtype());
+  Tensor data = as_contiguous_dtype(to_device(t, Device{}), t.dtype());
   write_npy_file(path, data.dtype(), data.sizes(), data.data_ptr());
 }
 

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/device_hooks.h"
 #include "core/size_math.h"
+#include "eager/device_copy.h"
 #include "eager/autograd_meta.h"
 
 namespace kiln {
@@ -123,7 +125,39 @@ void* Tensor::data_ptr() const {
 }
 
 namespace {
-// Element `linear` (row-major over sizes) of `t`, honouring strides.
+// The first and one-past-last storage elements `t` reaches (first == last for an empty tensor).
+std::pair<int64_t, int64_t> element_span(const Tensor& t) {
+  if (t.numel() == 0) return {t.offset(), t.offset()};
+  int64_t lo = t.offset(), hi = t.offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t reach = (t.sizes()[size_t(d)] - 1) * t.strides()[size_t(d)];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi + 1};
+}
+
+Tensor host_values(const Tensor& t) { return t.device().type == DeviceType::CPU ? t : to_device(t, Device{}); }
+}  // namespace
+
+Tensor to_device(const Tensor& t, Device device) {
+  KILN_CHECK(t.defined() && !t.is_meta(), "to({}): {} has no data", device.str(), t.defined() ? t.str() : "an undefined tensor");
+  if (device == t.device()) return t;
+  const auto [lo, hi] = element_span(t);
+  const int64_t esize = dtype_size(t.dtype());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = Storage::allocate((hi - lo) * esize, device);
+  impl->offset = t.offset() - lo;
+  impl->sizes = t.sizes();
+  impl->strides = t.strides();
+  impl->dtype = t.dtype();
+  impl->device = device;
+  copy_bytes(impl->storage->data(), device, static_cast<const char*>(t.storage()->data()) + lo * esize, t.device(),
+             (hi - lo) * esize);
+  return Tensor(std::move(impl));
+}
+
+namespace {
+// Element `linear` (row-major over sizes) of `t` (on the host), honouring strides.
 double element_as_double(const Tensor& t, int64_t linear) {
   int64_t off = 0;
   for (int64_t d = t.dim() - 1; d >= 0; --d) {
@@ -151,7 +185,7 @@ TensorReadObserver* set_tensor_read_observer(TensorReadObserver* o) {
 Scalar Tensor::item(std::source_location where) const {
   if (t_read_observer) t_read_observer->read(*this, TensorRead::Item, where);
   KILN_CHECK(numel() == 1, "item(): a tensor with {} elements cannot be converted to a number", numel());
-  Tensor t = *this;
+  Tensor t = host_values(*this);
   return KILN_DISPATCH_ALL(dtype(), [&](auto z) -> Scalar {
     using T = decltype(z);
     T v = *static_cast<const T*>(t.data_ptr());
@@ -173,7 +207,8 @@ bool Tensor::is_nonzero(std::source_location where) const {
 std::vector<double> Tensor::to_double_vector(std::source_location where) const {
   if (t_read_observer) t_read_observer->read(*this, TensorRead::Elements, where);
   std::vector<double> out(static_cast<size_t>(numel()));
-  for (int64_t i = 0; i < numel(); ++i) out[size_t(i)] = element_as_double(*this, i);
+  const Tensor t = host_values(*this);
+  for (int64_t i = 0; i < numel(); ++i) out[size_t(i)] = element_as_double(t, i);
   return out;
 }
 
@@ -240,10 +275,12 @@ EnableGradGuard::EnableGradGuard(bool enabled) : prev_(g_grad_mode) { g_grad_mod
 EnableGradGuard::~EnableGradGuard() { g_grad_mode = prev_; }
 
 // ---------------------------------------------------------------- printing
-std::string format_tensor(const Tensor& t, int max_elements) {
-  if (!t.defined()) return "undefined";
-  std::string out = t.str();
-  if (t.is_meta()) return out + " (meta)";
+std::string format_tensor(const Tensor& shown_tensor, int max_elements) {
+  if (!shown_tensor.defined()) return "undefined";
+  std::string out = shown_tensor.str();
+  if (shown_tensor.is_meta()) return out + " (meta)";
+  if (shown_tensor.device().type != DeviceType::CPU) out += " @" + shown_tensor.device().str();
+  const Tensor t = host_values(shown_tensor);
   int64_t n = t.numel();
   out += " = ";
   if (n == 0) return out + "[]";

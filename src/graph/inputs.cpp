@@ -1,6 +1,7 @@
 // Seeded and file-based graph inputs. Integer inputs used as indices or class targets get a bound derived
 // from how the graph uses them, so a seeded run of a graph with cross_entropy or embedding is valid.
 #include "graph/inputs.h"
+#include "eager/device_copy.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -103,12 +104,14 @@ bool is_dense_layout(const Shape& sizes, const Shape& strides) {
   return true;
 }
 
-// `t` (contiguous, as generated or read from a .npy) in the layout `m` declares.
+// `t` (contiguous, as generated or read from a .npy) in the layout and on the device `m` declares.
 Tensor in_declared_layout(const TensorMeta& m, Tensor t) {
-  if (m.strides == t.strides() || t.numel() == 0) return t;
-  Tensor strided = Tensor::empty_strided(m.sizes, m.strides, m.dtype);
-  copy_into(strided, t);
-  return strided;
+  if (m.strides != t.strides() && t.numel() != 0) {
+    Tensor strided = Tensor::empty_strided(m.sizes, m.strides, m.dtype);
+    copy_into(strided, t);
+    t = strided;
+  }
+  return to_device(t, m.device);
 }
 
 }  // namespace
@@ -158,7 +161,7 @@ std::vector<Tensor> load_inputs(const Graph& g, const std::string& dir) {
 Tensor layout_preserving_copy(const Tensor& t, DType dtype) {
   NoGradGuard no_grad;
   if (!is_dense_layout(t.sizes(), t.strides())) return history_free_alias(to(clone(t), dtype));
-  Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype);
+  Tensor copy = Tensor::empty_strided(t.sizes(), t.strides(), dtype, t.device());
   copy_into(copy, t);
   return copy;
 }

@@ -5,9 +5,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "inductor/compile.h"
 #include "inductor/kernel_status.h"
 #include "inductor/schedule_passes.h"
 
@@ -27,6 +29,14 @@ class CompiledKernels {
   virtual const std::vector<std::string>& code() const = 0;
   // How many kernels this compile built (the rest came from the backend's cache).
   virtual int kernels_built() const = 0;
+  // Runs the whole program where the kernels run, when the host program cannot serve the call: inputs already
+  // on the backend's device (CUDA tensors: no staging through the host), or a mode that replays a recording
+  // (reduce-overhead). nullopt: the host program runs the call.
+  virtual std::optional<std::vector<Tensor>> run_program(const CompiledGraph::Impl& program,
+                                                         const std::vector<Tensor>& inputs) const {
+    (void)program, (void)inputs;
+    return std::nullopt;
+  }
 };
 
 class Backend {

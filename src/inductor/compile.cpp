@@ -127,8 +127,37 @@ std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const Com
 
 }  // namespace
 
-std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
+namespace {
+std::mutex g_default_mode_mutex;
+std::string g_default_mode = "default";
+}  // namespace
+
+void set_default_compile_mode(std::string mode) {
+  std::lock_guard lock(g_default_mode_mutex);
+  g_default_mode = std::move(mode);
+}
+
+std::string default_compile_mode() {
+  std::lock_guard lock(g_default_mode_mutex);
+  return g_default_mode;
+}
+
+namespace {
+// `options` with its mode resolved (empty: default_compile_mode()) and checked against what each mode needs.
+CompileOptions with_mode(CompileOptions options) {
+  if (options.mode.empty()) options.mode = default_compile_mode();
+  KILN_CHECK(options.mode == "default" || options.mode == "reduce-overhead",
+             "unknown compile mode '{}'; the modes are default and reduce-overhead", options.mode);
+  KILN_CHECK(options.mode != "reduce-overhead" || options.device == "cuda",
+             "mode reduce-overhead replays the compiled program as a CUDA graph, which needs the CUDA backend "
+             "(--backend inductor_cuda; CompileOptions::device = \"cuda\"), not device '{}'", options.device);
+  return options;
+}
+}  // namespace
+
+std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& requested) {
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
+  const CompileOptions options = with_mode(requested);
   check_bisect_settings();
   const auto asked_before = bisect_counts();
   CompileHook* hook = active_hook(options.repro_stage);

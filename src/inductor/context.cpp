@@ -19,8 +19,8 @@ void DecisionLog::record(LogChannel channel, std::string decision) {
 }
 
 std::string CompileContext::key_material() const {
-  return fmt::format("{}repro_stage {}\nbackend_name {}\nfuse {}\ninject {}\n", target.str(), options.repro_stage,
-                     options.backend, options.fuse, inject.str());
+  return fmt::format("{}repro_stage {}\nbackend_name {}\nfuse {}\nmode {}\ninject {}\n", target.str(),
+                     options.repro_stage, options.backend, options.fuse, options.mode, inject.str());
 }
 
 }  // namespace kiln::inductor

@@ -2,6 +2,7 @@
 // backend launches, or an extern call to an eager kernel) and the frees of the memory plan after it; and the
 // run under the repro hook.
 #include "inductor/program.h"
+#include "eager/device_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -224,6 +225,15 @@ void CompiledGraph::Impl::record_step(const RunState& rs, const Step& st, std::v
 
 // The host program: inputs bound, then each step (a kernel or an extern call) and the frees after it.
 std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs, std::vector<Materialised>* record) const {
+  if (!record)
+    if (std::optional<std::vector<Tensor>> outs = kernels->run_program(*this, inputs)) return std::move(*outs);
+  if (std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && !t.is_meta() && is_cuda(t); })) {
+    KILN_CHECK(record, "compiled graph {} runs on the host (it was compiled for the CPU), but an input is a CUDA "
+               "tensor; compile it for the GPU (--backend inductor_cuda) or move the inputs with to(cpu)", graph.name);
+    std::vector<Tensor> host;  // recording runs copy every buffer to the host anyway
+    for (const Tensor& t : inputs) host.push_back(t.defined() ? to_device(t, Device{}) : t);
+    return run(host, record);
+  }
   RunState rs;
   rs.poison_fresh_buffers = record != nullptr;
   bind_inputs(rs, inputs);

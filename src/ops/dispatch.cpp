@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/size_math.h"
+#include "ops/device_fallback.h"
 #include "ops/storage_checks.h"
 
 namespace kiln {
@@ -131,6 +132,8 @@ std::vector<TensorMeta> infer_meta(const OpCall& call) {
     if (op.infer) {
       std::vector<TensorMeta> metas = op.infer(call);
       check_result_sizes(op, metas);
+      const Device device = results_device(call);  // results live where the operands do
+      for (TensorMeta& m : metas) m.device = device;
       return metas;
     }
     if (op.decomp) {
@@ -268,7 +271,7 @@ std::vector<Tensor> dispatch_eager(const OpCall& call) {
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
-      outs = naming_overflows(op, [&] { return op.kernel(call); });
+      outs = naming_overflows(op, [&] { return run_eager_kernel(call); });
     }
     call.tensor(0).storage()->bump_version();
     return outs;
@@ -277,7 +280,7 @@ std::vector<Tensor> dispatch_eager(const OpCall& call) {
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
-      outs = naming_overflows(op, [&] { return op.kernel(call); });
+      outs = naming_overflows(op, [&] { return run_eager_kernel(call); });
     }
     if (needs_grad) autograd_hook().record_op(call, outs);
     return outs;

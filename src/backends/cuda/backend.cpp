@@ -1,15 +1,18 @@
 // The CUDA backend: its Target, compiling a schedule's kernels to cubins, and launching them (backend.h).
 #include "backends/cuda/backend.h"
+#include "eager/device_copy.h"
 
 #include <algorithm>
 #include <mutex>
 
 #include "backends/cuda/device_memory.h"
+#include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "inductor/program.h"
 
 namespace kiln::cuda {
 
@@ -34,6 +37,21 @@ class Kernels final : public CudaKernels {
   std::vector<Entry> entries;
   std::vector<std::string> sources;
   int built = 0;
+  bool reduce_overhead = false;  // CompileOptions::mode: every call replays one recording
+  mutable std::mutex recording_mutex;
+  mutable std::unique_ptr<DeviceProgram> recording;  // made at the first reduce-overhead call
+
+  std::optional<std::vector<Tensor>> run_program(const CompiledGraph::Impl& program,
+                                                 const std::vector<Tensor>& inputs) const override {
+    if (reduce_overhead) {
+      std::lock_guard lock(recording_mutex);  // one recording, one set of static buffers
+      if (!recording) recording = std::make_unique<DeviceProgram>(program, DeviceProgram::Launches::CudaGraph);
+      return run_recorded(*recording, inputs);
+    }
+    for (const Tensor& t : inputs)
+      if (t.defined() && !t.is_meta() && is_cuda(t)) return run_on_device_tensors(program, inputs);
+    return std::nullopt;
+  }
 
   const std::vector<int>& args(int kernel) const override { return entries[size_t(kernel)].args; }
   const std::vector<std::string>& code() const override { return sources; }
@@ -155,6 +173,17 @@ Target cuda_target() {
   return t;
 }
 
+// reduce-overhead records the program's launches into a CUDA graph: a host step cannot be recorded.
+void refuse_uncapturable(const Schedule& s, const LoweredGraph& lg, const std::string& graph_name) {
+  for (const Step& st : s.steps) {
+    if (st.kind != Step::Kind::Extern) continue;
+    const LoopNode& n = lg.nodes[size_t(st.index)];
+    fail("graph {}: mode reduce-overhead cannot record this program into a CUDA graph: %{} is an extern call ({}), "
+         "which runs through cuBLAS or on the host, outside the recording; use the default mode for this graph",
+         graph_name, n.origin, n.reason);
+  }
+}
+
 }  // namespace
 
 Target CudaBackend::target() const {
@@ -168,6 +197,8 @@ std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const L
   const std::string arch = target_arch();
   const int64_t before = cubin_stats().compiles;
   auto out = std::make_unique<Kernels>();
+  out->reduce_overhead = ctx.options.mode == "reduce-overhead";
+  if (out->reduce_overhead) refuse_uncapturable(s, lg, ctx.graph_name);
   for (const Buffer& b : lg.buffers) out->element_sizes.push_back(dtype_size(b.dtype));
   for (const Kernel& k : s.kernels) {
     Kernels::Entry e;
@@ -200,6 +231,7 @@ namespace {
 const bool registered = [] {
   static const kiln::cuda::CudaBackend backend;
   kiln::inductor::register_device_backend("cuda", &backend);
+  kiln::cuda::install_device_hooks();
   return true;
 }();
 }  // namespace

@@ -14,6 +14,9 @@
 
 namespace kiln::cuda {
 
+// Installs CUDA tensors' DeviceHooks (device_hooks.cpp; core/device.h). Called at static initialisation.
+void install_device_hooks();
+
 class CudaBackend final : public inductor::Backend {
  public:
   std::string name() const override { return "cuda"; }

@@ -1,5 +1,5 @@
-// The caching device allocator (device_memory.h): blocks rounded up to 512 bytes (or to 2 MB above 1 MB),
-// kept on free by rounded size, up to kCacheLimit bytes.
+// The stream-ordered caching device allocator (device_memory.h): blocks rounded up to 512 bytes (or to 2 MB
+// above 1 MB), kept on free by (stream, rounded size), up to kCacheLimit bytes.
 #include "backends/cuda/device_memory.h"
 
 #include <mutex>
@@ -16,7 +16,11 @@ constexpr size_t kCacheLimit = size_t(8) << 30;
 
 struct Cache {
   std::mutex mutex;
-  std::unordered_multimap<size_t, CUdeviceptr> free_blocks;
+  struct Block {
+    CUdeviceptr ptr;
+    CUstream stream;  // freed on it
+  };
+  std::unordered_multimap<size_t, Block> free_blocks;
   size_t cached = 0;
 };
 
@@ -32,13 +36,15 @@ size_t rounded(size_t bytes) {
 
 }  // namespace
 
-CUdeviceptr device_alloc(size_t bytes) {
+CUdeviceptr device_alloc(size_t bytes, CUstream stream) {
   const size_t r = rounded(bytes);
   {
     Cache& c = cache();
     std::lock_guard lock(c.mutex);
-    if (auto it = c.free_blocks.find(r); it != c.free_blocks.end()) {
-      const CUdeviceptr p = it->second;
+    auto [first, last] = c.free_blocks.equal_range(r);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.stream != stream && it->second.stream != nullptr) continue;  // still in another stream's order
+      const CUdeviceptr p = it->second.ptr;
       c.free_blocks.erase(it);
       c.cached -= r;
       return p;
@@ -52,16 +58,25 @@ CUdeviceptr device_alloc(size_t bytes) {
   return p;
 }
 
-void device_free(CUdeviceptr p, size_t bytes) {
+size_t device_cached_bytes() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.cached;
+}
+
+void device_free(CUdeviceptr p, size_t bytes, CUstream stream) {
   const size_t r = rounded(bytes);
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   if (c.cached + r <= kCacheLimit) {
-    c.free_blocks.emplace(r, p);
+    c.free_blocks.emplace(r, Cache::Block{p, stream});
     c.cached += r;
     return;
   }
-  if (const Driver* d = driver()) d->mem_free(p);
+  if (const Driver* d = driver()) {
+    if (stream) d->stream_synchronize(stream);  // its work may still use the block
+    d->mem_free(p);
+  }
 }
 
 }  // namespace kiln::cuda

@@ -29,6 +29,8 @@ class DeviceProgram {
   // Throws kiln::Error when `program` was not compiled for "cuda", there is no device, or a CUDA graph is asked for
   // a program with extern calls (they run on the host, which a graph cannot record).
   explicit DeviceProgram(std::shared_ptr<CompiledGraph> program, Launches launches = Launches::Direct);
+  // On a program kept alive by its owner (CompiledGraph's reduce-overhead recording).
+  DeviceProgram(const CompiledGraph::Impl& program, Launches launches);
   ~DeviceProgram();
   DeviceProgram(const DeviceProgram&) = delete;
   DeviceProgram& operator=(const DeviceProgram&) = delete;
@@ -55,7 +57,8 @@ class DeviceProgram {
   int64_t io_bytes() const;
 
  private:
-  std::shared_ptr<CompiledGraph> program_;
+  std::shared_ptr<CompiledGraph> owner_;  // null when the program's owner keeps it alive
+  const CompiledGraph::Impl* program_;
   std::vector<std::unique_ptr<DeviceBlock>> buffers_;  // per buffer of the lowered graph
   std::unique_ptr<DeviceBlock> status_;
   Launches launches_;
@@ -66,9 +69,20 @@ class DeviceProgram {
   std::vector<bool> fallback_logged_;  // per lowered node: its host fallback was logged
 
   void launch_steps();
-  bool run_extern_on_device(int node, std::string* why_not);
-  void run_extern_on_host(int node, const std::string& why_not_on_device);
   void capture();
+  friend std::vector<Tensor> run_recorded(DeviceProgram& program, const std::vector<Tensor>& inputs);
 };
+
+// CompiledGraph::operator() for a program compiled for "cuda" whose inputs are CUDA tensors (the host program's
+// staging is skipped): every buffer is device memory from the caching allocator on the legacy null stream, inputs
+// are used in place (copied first where their strides differ from the compiled layout), outputs are CUDA tensors
+// over their buffers. Extern calls as in DeviceProgram (cuBLAS, else the host fallback). Returns after the kernels
+// ran (the status word is checked).
+std::vector<Tensor> run_on_device_tensors(const CompiledGraph::Impl& program, const std::vector<Tensor>& inputs);
+
+// A reduce-overhead call (CompileOptions::mode): `inputs` (CUDA or host tensors) copied into the recorded
+// program's static input buffers, the CUDA graph replayed, the outputs copied out (CUDA tensors when any input is
+// one, else host tensors), so a later replay cannot overwrite what a caller holds.
+std::vector<Tensor> run_recorded(DeviceProgram& program, const std::vector<Tensor>& inputs);
 
 }  // namespace kiln::cuda
