@@ -139,7 +139,24 @@ const BackendFn& find_backend(const std::string& name) {
   fail("unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
 }
 
-GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
+void check_backend_mode(const std::string& name, const std::string& mode) {
+  KILN_CHECK(mode == "default" || mode == "reduce-overhead", "unknown compile mode '{}'; the modes are default and "
+             "reduce-overhead", mode);
+  KILN_CHECK(mode == "default" || name == "inductor_cuda", "mode {} replays compiled programs as CUDA graphs, which "
+             "needs backend inductor_cuda; backend {} has only mode default", mode, name);
+}
+
+GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage,
+                                 const std::string& mode) {
+  check_backend_mode(name, mode);
+#ifdef KILN_HAVE_CUDA
+  if (mode != "default") {
+    CompileOptions options = cuda_options();
+    options.repro_stage = repro_stage;
+    options.mode = mode;
+    return program_of(compile(g, options));
+  }
+#endif
   if (backend_supports_autograd(name)) return aot_program(name, g, repro_stage);
   BackendFn run = find_backend(name);
   auto graph = std::make_shared<graph::Graph>(g);

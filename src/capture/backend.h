@@ -17,6 +17,7 @@ struct BackendChoice {
   std::string name;  // resolved: the option, else KILN_BACKEND, else "inductor" ("custom" for a function)
   CustomBackend custom;
   bool suppress_errors = false;
+  std::string mode = "default";  // CaptureOptions::mode, checked against the backend at kiln::compile
 };
 
 // The backend name a compiled function uses now: `requested`, else KILN_BACKEND, else "inductor".

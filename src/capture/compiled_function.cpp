@@ -14,13 +14,21 @@ namespace kiln::capture {
 CompiledFunction::CompiledFunction(CaptureOptions options, SourceSite compiled_at)
     : options_(std::move(options)), compiled_at_(std::move(compiled_at)) {
   label_ = fmt::format("{} ({})", options_.name.empty() ? "fn" : options_.name, compiled_at_.str());
-  KILN_CHECK(options_.mode == "default", "kiln::compile at {}: mode '{}' is not implemented (the modes: default)",
-             compiled_at_.str(), options_.mode);
+  KILN_CHECK(options_.mode == "default" || options_.mode == "reduce-overhead",
+             "kiln::compile at {}: unknown mode '{}' (the modes: default, reduce-overhead)", compiled_at_.str(),
+             options_.mode);
   KILN_CHECK(options_.recompile_limit >= -1, "kiln::compile at {}: recompile_limit {} is negative", compiled_at_.str(),
              options_.recompile_limit);
   check_options();
   std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
   if (!options_.custom_backend) find_backend(backend);  // an unknown name is an error here, listing the names
+  if (options_.mode != "default") {
+    try {
+      check_backend_mode(options_.custom_backend ? "a custom backend" : backend, options_.mode);
+    } catch (const Error& e) {
+      fail("kiln::compile at {}: {}", compiled_at_.str(), e.what());
+    }
+  }
 }
 
 int CompiledFunction::limit() const {
@@ -178,7 +186,7 @@ Flat CompiledFunction::trace_and_cache(const Flat& args, const std::function<voi
   if (verify && !extend)
     for (auto it = entries_.rbegin(); it != entries_.rend() && !extend; ++it)
       if ((*it)->guards.check(args, backend)) extend = it->get();
-  add_trace(t, extend, Compiler{{backend, options_.custom_backend, options_.suppress_errors}, label_},
+  add_trace(t, extend, Compiler{{backend, options_.custom_backend, options_.suppress_errors, options_.mode}, label_},
             called_at);
   return std::move(t.outputs);
 }
