@@ -121,7 +121,10 @@ std::string Tensor::str() const {
 
 void* Tensor::data_ptr() const {
   KILN_CHECK(!is_meta(), "tensor {} has no data (it is a meta tensor)", str());
-  return static_cast<char*>(storage()->data()) + offset() * dtype_size(dtype());
+  char* base = static_cast<char*>(storage()->data());
+  // An empty storage has no memory (null): no element to point at, and an offset from null is undefined.
+  if (base == nullptr) return nullptr;
+  return base + offset() * dtype_size(dtype());
 }
 
 namespace {

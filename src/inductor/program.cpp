@@ -103,7 +103,7 @@ void CompiledGraph::Impl::run_kernel(RunState& rs, int kernel) const {
     if (!rs.bufs[size_t(b)].defined()) {
       const Buffer& buf = lowered.buffers[size_t(b)];
       rs.bufs[size_t(b)] = tensor_on(rs.pool.take(buf.nbytes()), buf.dtype, buf.sizes, buf.strides, 0);
-      if (rs.poison_fresh_buffers) std::memset(rs.bufs[size_t(b)].data_ptr(), 0xff, size_t(buf.nbytes()));
+      if (rs.poison_fresh_buffers && buf.nbytes() > 0) std::memset(rs.bufs[size_t(b)].data_ptr(), 0xff, size_t(buf.nbytes()));
     }
     ptrs.push_back(static_cast<char*>(rs.bufs[size_t(b)].data_ptr()));
   }

@@ -55,6 +55,7 @@ std::vector<TensorMeta> cumsum_infer(const OpCall& c) {
 
 template <class T>
 void cumulative_sum(T* p, const Lines& l) {
+  if (l.outer * l.n * l.inner == 0) return;  // an empty tensor may have no memory (no offsets from null)
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t i = 0; i < l.inner; ++i) {
       T acc = 0;
@@ -115,6 +116,7 @@ void sort_line(const T* line, int64_t n, int64_t stride, bool descending, int64_
 
 template <class T>
 void argsort_lines(const T* x, int64_t* out, const Lines& l, bool descending) {
+  if (l.outer * l.n * l.inner == 0) return;  // an empty tensor may have no memory (no offsets from null)
   std::vector<int64_t> order(static_cast<size_t>(l.n));
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t i = 0; i < l.inner; ++i) {
