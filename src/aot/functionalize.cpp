@@ -124,15 +124,18 @@ class Functionalizer {
     switch (n.op) {
       case OpId::add_: r = add(self, call.tensor(1), call.scalar(2)); break;
       case OpId::mul_: r = mul(self, call.tensor(1)); break;
-      // A new value, never the source itself: the source may be a view of a graph input that a later write
-      // mutates (and the copy-back epilogue overwrites), while the copied-to tensor keeps the old elements.
-      case OpId::copy_: r = clone(call.tensor(1)); break;
+      case OpId::copy_: r = call.tensor(1); break;  // made a new dense value below
       case OpId::fill_: r = full_like(self, call.scalar(1)); break;
       case OpId::zero_: r = zeros_like(self); break;
       default: fail("aot: functionalization does not know the in-place op {} yet", n.info().name);
     }
     if (r.dtype() != self.dtype()) r = to(r, self.dtype());
     if (r.sizes() != self.sizes()) r = expand(r, self.sizes());
+    // copy_'s value is a new dense tensor, never the source nor a broadcast of it: the source may be a view of a
+    // graph input that a later write mutates (and the copy-back epilogue overwrites) while the copied-to tensor
+    // keeps the old elements, and a broadcast source has zero strides where self is dense (a later `view` of
+    // the copied-to tensor must work as it does in eager).
+    if (n.op == OpId::copy_) r = clone(r);
     return r;
   }
 
