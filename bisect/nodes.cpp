@@ -24,13 +24,6 @@
 namespace kiln::bisect {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  if (a.numel() == 0) return true;  // (an empty tensor may have no memory: no memcmp of null)
-  Tensor ca = contiguous(a), cb = contiguous(b);
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), size_t(ca.numel() * dtype_size(ca.dtype()))) == 0;
-}
-
 std::vector<double> values_from(const Tensor& t, int64_t start, int64_t count) {
   Tensor d = contiguous(to(t, DType::F64));
   std::vector<double> out;

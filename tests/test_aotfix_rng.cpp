@@ -25,13 +25,6 @@ namespace {
 
 Tensor word(uint64_t v) { return Tensor::scalar(Scalar(int64_t(v)), DType::I64); }
 
-// Bit-for-bit equality of two tensors' elements (as f64, which holds every f32/f16/bf16 value exactly).
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  std::vector<double> x = a.to_double_vector(), y = b.to_double_vector();
-  return x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;  // (no memcmp of null)
-}
-
 RC_GTEST_PROP(PhiloxRand, DrawsWhatTheStatefulOpDrawsAtTheSameState, ()) {
   const uint64_t seed = *rc::gen::arbitrary<uint64_t>();
   const uint64_t offset = *rc::gen::inRange<uint64_t>(0, uint64_t(1) << 40);

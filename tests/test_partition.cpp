@@ -12,6 +12,7 @@
 #include "aot/partition_impl.h"
 #include "core/options.h"
 #include "eager/philox.h"
+#include "graph/compare.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
@@ -155,13 +156,6 @@ std::vector<std::string> recomputed_names(const Partition& p) {
   for (const auto& d : p.decisions)
     if (!d.saved) names.push_back(d.value);
   return names;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
-  if (a.numel() == 0) return true;  // (an empty tensor may have no memory: no memcmp of null)
-  Tensor ca = contiguous(a), cb = contiguous(b);
-  return std::memcmp(ca.data_ptr(), cb.data_ptr(), size_t(ca.numel() * dtype_size(ca.dtype()))) == 0;
 }
 
 // Runs the joint graph, and the forward then the backward, on the same seeded inputs (the random generator

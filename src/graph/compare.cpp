@@ -3,6 +3,7 @@
 #include "graph/compare.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "graph/inputs.h"
@@ -235,6 +236,13 @@ std::string CompareVerdict::str() const {
                        v.rmse_allowed(), v.multiplier, v.rmse_expected, v.rmse_slack);
   }
   return s;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.sizes() != b.sizes()) return false;
+  if (a.numel() == 0) return true;  // (an empty tensor may have no memory: no memcmp of null)
+  Tensor ca = contiguous(a), cb = contiguous(b);
+  return std::memcmp(ca.data_ptr(), cb.data_ptr(), size_t(ca.numel() * dtype_size(ca.dtype()))) == 0;
 }
 
 }  // namespace kiln

@@ -43,6 +43,9 @@ struct CompareVerdict {
   std::string str() const;  // the one printed form every tool uses
 };
 
+// Same dtype, same sizes and the same bytes element for element (bit-for-bit equality: NaN payloads and -0 count).
+bool same_bits(const Tensor& a, const Tensor& b);
+
 // expected: eager (or reference-backend) outputs; actual: outputs under test; fp64: the same graph run in
 // f64 (may be empty: then only allclose/exact rules apply).
 CompareVerdict compare_outputs(const std::vector<Tensor>& expected, const std::vector<Tensor>& actual,
