@@ -5,16 +5,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/install-deps.sh
+
+# ctest over DIR; when tests fail, each failed test runs again alone and its assertion messages are printed last,
+# where a CI log's tail shows them (the first run's output of a failure is buried among 2000 tests).
+ctest_or_explain() {
+  local dir=$1
+  if ctest --test-dir "$dir" --output-on-failure -j2; then return 0; fi
+  echo "=== the failed tests, run again one at a time: their failures ==="
+  ctest --test-dir "$dir" --rerun-failed --output-on-failure -j1 2>&1 |
+    grep -E -A12 "Failure$|Failure\b|error: |Which is:|Expected|Falsifiable|Tests? #|Passed|Failed" | cut -c1-400 | tail -n 120 || true
+  return 1
+}
 if [[ ${1:-} == --sanitize ]]; then
   bash ci/build.sh --sanitize
   # allow_user_segv_handler: the isolated runner's child restores the default SIGSEGV action so a crash is a
   # signal, not an ASan report. detect_leaks=1: a leak fails its test (forked children end with _exit and are
   # not checked; tests/test_autograd_cycles.cpp checks autograd's histories without the sanitizer too).
   export ASAN_OPTIONS=detect_leaks=1:allow_user_segv_handler=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-  ctest --test-dir build-asan --output-on-failure -j2
+  ctest_or_explain build-asan
 else
   bash ci/build.sh build -DKILN_BUILD_BENCH=OFF  # the benchmarks are not tests; bench/ builds them (ON by default)
-  ctest --test-dir build --output-on-failure -j2
+  ctest_or_explain build
   # kiln gates itself as a user's CI would (docs/gate.md): every example compiles, runs and matches the fp64
   # reference on the inductor, and every repro of a fixed bug stays fixed.
   build/kiln gate examples --backend inductor --junit build/gate-examples.xml

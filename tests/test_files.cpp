@@ -19,12 +19,16 @@
 #include <set>
 #include <sstream>
 
+#include "backends/cpu/jit.h"
+#include "core/build_id.h"
 #include "core/files.h"
 #include "core/hash.h"
 #include "eager/npy.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
+#include "inductor/compile.h"
+#include "inductor/compile_options.h"
 #include "minifier/minifier.h"
 #include "repro/repro.h"
 
@@ -171,6 +175,30 @@ TEST_F(Files, DamagedCacheEntriesAreDiscardedAndRebuilt) {
   std::ofstream(meta, std::ios::binary | std::ios::trunc) << m;
   cli_test::CliResult collided = run_kiln("run --backend inductor --seed 1 " + g, env);
   EXPECT_TRUE(has(collided.output, "other key material")) << collided.output;
+}
+
+// Kernels are keyed by the build that made them: the `kiln` binary's entry records its build ID (the one
+// `kiln --version` prints), and this test binary, another build of the same code generator, compiling the same
+// graph into the same directory, makes an entry of its own instead of linking the CLI's object.
+TEST_F(Files, KernelsFromAnotherBuildAreNeverLoaded) {
+  std::string g = file("g.kir", kRelu);
+  const fs::path cache = dir_ / "cache";
+  cli_test::CliResult first = run_kiln("run --backend inductor --seed 1 " + g, "KILN_CACHE_DIR=" + cache.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto entries = cache_entries(cache);
+  ASSERT_EQ(entries.size(), 1u) << first.output;
+  const std::string version = run_kiln("--version").output;
+  const size_t at = version.find("Build: build-id ");
+  ASSERT_NE(at, std::string::npos) << version;
+  const std::string cli_build = version.substr(at + 7, version.find('\n', at) - at - 7);
+  EXPECT_TRUE(has(cli_test::read_text(entries[0].second), cli_build)) << cli_test::read_text(entries[0].second);
+  EXPECT_NE(cli_build, build_identity());
+  ScopedOption dir(Opt::CacheDir, cache.string());
+  runtime::KernelJit::instance().forget_memory_cache();
+  CompileOptions fresh;
+  fresh.use_graph_cache = false;
+  compile(graph::parse_graph(kRelu, "g.kir"), fresh);
+  EXPECT_EQ(cache_entries(cache).size(), 2u);
 }
 
 TEST_F(Files, EvictionDeletesOnlyKilnsOwnEntries) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/build_id.h"
 #include "core/error.h"
 #include "core/options.h"
 #include "kiln_version.h"
@@ -35,8 +36,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (version) {
-      std::printf("kiln %s (git %s)\nBLAS: %s\nJIT: %s\n", KILN_VERSION, KILN_GIT_HASH,
-                  kiln::blas_description().c_str(), kiln::runtime::KernelJit::instance().target_description().c_str());
+      std::printf("kiln %s (git %s)\nBuild: %s\nBLAS: %s\nJIT: %s\n", KILN_VERSION, KILN_GIT_HASH,
+                  kiln::build_identity().c_str(), kiln::blas_description().c_str(),
+                  kiln::runtime::KernelJit::instance().target_description().c_str());
       return 0;
     }
     if (app.get_subcommands().empty()) {

@@ -39,6 +39,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/build_id.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -316,7 +317,8 @@ struct KernelJit::Lookup {
       : im(impl), build(b), ir_out(ir) {
     KILN_ASSERT(target == im.target + codegen_settings(), "kernel JIT: asked for target '{}', but it compiles for '{}'",
                 target, im.target + codegen_settings());
-    key_material = fmt::format("{}\n{}\nv{}", key_text, target, kCodegenVersion);
+    // The build identity: the key text names the loop IR, not the machine code another build makes of it.
+    key_material = fmt::format("{}\n{}\nv{}\n{}", key_text, target, kCodegenVersion, build_identity());
     key = sha256_hex(key_material);
     symbol = fmt::format("{}_{}", symbol_prefix, key.substr(0, 16));
   }
