@@ -83,7 +83,7 @@ namespace {
 
 // Regression: graphs did not record detach, so a tensor detached inside a captured function became a constant
 // of the trace and later calls reused the first call's value (gradient 3 on every call below instead of 3, 6,
-// 9). Tensor::detach() is now the `detach` op, which capture records (tests/test_aotfix.cpp: the whole class).
+// 9). Tensor::detach() is now the `detach` op, which capture records (tests/test_capture_tensor_state.cpp: the whole class).
 TEST(CaptureAutograd, DetachInsideACompiledFunctionStopsGradientsLikeEager) {
   auto f = [](const Tensor& x, const Tensor& w) { return sum(mul(mul(x, w).detach(), w)); };
   for (const std::string backend : {"aot_eager", "inductor"}) {

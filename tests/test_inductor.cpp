@@ -621,7 +621,8 @@ TEST(InductorProperty, DisablingAnySubsystemSiteKeepsResultsCorrect) {
     const int pick = *rc::gen::inRange(0, 4);
     graph::Graph g = pick == 0 ? example("layernorm") : pick == 1 ? example("softmax") : random_graph();
     std::string subsystem = *rc::gen::element<std::string>("lowering", "inline", "fusion", "localise", "decomposition",
-                                                          "stream", "defer", "nan_insensitive_max");
+                                                          "stream", "defer", "nan_insensitive_max",
+                                                          "contiguous_copy");
     int limit = *rc::gen::inRange(0, 8);
     ScopedOption opt(Opt::BisectLimit, fmt::format("inductor:{}={}", subsystem, limit));
     CompareVerdict v = compiled_vs_interpreter(g, graph::seeded_inputs(g, 5));

@@ -50,7 +50,8 @@ std::optional<int64_t> limit_for(const std::vector<std::string>& entries, std::s
 constexpr std::pair<std::string_view, std::string_view> kSites[] = {
     {"passes", "constant_folding"}, {"passes", "cse"},       {"passes", "dce"},
     {"inductor", "decomposition"},  {"inductor", "lowering"}, {"inductor", "inline"},
-    {"inductor", "nan_insensitive_max"}, {"inductor", "fusion"}, {"inductor", "localise"},
+    {"inductor", "nan_insensitive_max"}, {"inductor", "contiguous_copy"}, {"inductor", "fusion"},
+    {"inductor", "localise"},
     {"inductor", "stream"},         {"inductor", "defer"},
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <numeric>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -72,6 +73,34 @@ std::pair<Index, Index> split_multiples(const Index& a, int64_t d) {
   r.constant = a.constant - q.constant;
   for (const auto& t : a.terms) (t.second % d == 0 ? q : r).terms.push_back(t);
   return {q, r};
+}
+
+// For a // d and a % d: a factor k of d (1 < k < d) that splits `a` into k*q' + r with 0 <= r < k, found among
+// the gcds of d with a's coefficients, largest first. Then a // d == q' // (d/k) and a % d == k*(q' % (d/k)) + r:
+// the index of a reshape read through another shape (a [1024, 192] loop over a [1, 32, 32, 192] buffer gives
+// (192*o + x)//6144 with x < 192, which is o//32) loses its per-element division.
+struct FactorSplit {
+  int64_t k = 0;  // 0: none
+  Index q;        // q' (a's multiples of k, divided by k)
+  Index r;
+};
+FactorSplit split_by_factor(const Index& a, int64_t d) {
+  std::vector<int64_t> factors;
+  for (const auto& t : a.terms) {
+    int64_t k = std::gcd(t.second < 0 ? -t.second : t.second, d);
+    if (k > 1 && k < d) factors.push_back(k);
+  }
+  std::sort(factors.rbegin(), factors.rend());
+  factors.erase(std::unique(factors.begin(), factors.end()), factors.end());
+  for (int64_t k : factors) {
+    auto [q, r] = split_multiples(a, k);
+    auto [rlo, rhi] = ix_range(r);
+    if (rlo < 0 || rhi >= k) continue;
+    q.constant /= k;
+    for (auto& t : q.terms) t.second /= k;
+    return {k, q, r};
+  }
+  return {};
 }
 
 }  // namespace
@@ -162,6 +191,7 @@ Index ix_div(const Index& a, int64_t d) {
   if (a.terms.size() == 1 && a.constant == 0 && a.terms[0].second == 1 &&
       a.terms[0].first->kind == IndexAtom::Kind::Div)  // (x // b) // d == x // (b*d)
     return ix_div(a.terms[0].first->arg, a.terms[0].first->divisor * d);
+  if (FactorSplit f = split_by_factor(a, d); f.k) return ix_div(f.q, d / f.k);  // (k*q' + r) // d, 0 <= r < k | d
   IndexAtom atom;
   atom.kind = IndexAtom::Kind::Div;
   atom.arg = a;
@@ -177,6 +207,8 @@ Index ix_mod(const Index& a, int64_t d) {
   if (rlo >= 0 && rhi < d) return r;  // (d*q' + r) % d == r
   auto [lo, hi] = ix_range(a);
   if (lo >= 0 && hi < d) return a;
+  if (FactorSplit f = split_by_factor(a, d); f.k)  // (k*q' + r) % d == k*(q' % (d/k)) + r, 0 <= r < k | d
+    return ix_add(ix_scale(ix_mod(f.q, d / f.k), f.k), f.r);
   IndexAtom atom;
   atom.kind = IndexAtom::Kind::Mod;
   atom.arg = rlo >= 0 ? r : a;  // multiples of d do not change a non-negative remainder

@@ -6,6 +6,7 @@
 // go to KILN_LOGS=lowering with their reasons.
 #include "inductor/lowering.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,6 +30,9 @@ namespace {
 // ops (then one store and a load per user is cheaper than recomputing), or its body exceeds kMaxInlineCost.
 constexpr int kReuseInlineCost = 24;
 constexpr int kMaxInlineCost = 4000;
+// A strided view of at least this many elements read by two or more reductions over its (strided) innermost dim
+// is copied to a contiguous buffer first (Lowerer::column_reductions_of). Below it the view stays in cache.
+constexpr int64_t kColumnCopyMinElements = 4096;
 
 class Lowerer {
  public:
@@ -210,6 +214,7 @@ class Lowerer {
   Decision lower_reduction(const Node& n, const OpCall& mc, const LoweringRow& row);
   LoopNode reduction_node(const Node& n, const ReductionBody& r, Shape kept, Shape rsizes);
   Decision softmax_stabilising_max(const Node& amax) const;
+  int column_reductions_of(ValueId v) const;
   Decision lower_view(const Node& n, const OpCall& mc, const LoweringRow& row);
   Decision lower_view_in_storage(const Node& n, const OpCall& mc);
   Decision lower_creation(const Node& n, const OpCall& mc, const LoweringRow& row);
@@ -542,6 +547,38 @@ LoopNode Lowerer::reduction_node(const Node& n, const ReductionBody& r, Shape ke
 
 // ---------------------------------------------------------------- views
 
+// How many reductions over the innermost dim of `v` read it, directly or through pointwise nodes of its shape
+// (layer norm's two moments, softmax's max and sum). Each such reduction of a view whose innermost dim is
+// strided reads one element per cache line and cannot load a vector of the row: a column reduction.
+int Lowerer::column_reductions_of(ValueId v) const {
+  const Shape& sizes = g_.value(v).meta.sizes;
+  const int64_t inner = int64_t(sizes.size()) - 1;
+  int found = 0;
+  std::vector<ValueId> frontier{v};
+  std::vector<bool> seen_node(g_.nodes().size(), false);  // a reduction reached along two paths counts once
+  for (int depth = 0; depth < 8 && !frontier.empty(); ++depth) {
+    std::vector<ValueId> next;
+    for (ValueId value : frontier)
+      for (int u : users_[size_t(value)]) {
+        if (seen_node[size_t(u)]) continue;
+        seen_node[size_t(u)] = true;
+        const Node& user = g_.nodes()[size_t(u)];
+        const LoweringRow* row = lowering_row(user.op);
+        if (!row || user.args.empty() || user.outputs.empty()) continue;
+        const auto* first = std::get_if<graph::TensorArg>(&user.args[0]);
+        if (row->how == LoweringHow::Pointwise && g_.value(user.outputs[0]).meta.sizes == sizes) {
+          next.push_back(user.outputs[0]);
+        } else if (row->how == LoweringHow::Reduction && row->reduction && first && first->id == value) {
+          const OpCall mc = graph::bind_node_meta(g_, user);
+          ReductionBody r = row->reduction(ReductionCall{mc, user.op, g_.value(user.outputs[0]).meta.dtype});
+          if (r.decision && std::find(r.dims.begin(), r.dims.end(), inner) != r.dims.end()) ++found;
+        }
+      }
+    frontier = std::move(next);
+  }
+  return found;
+}
+
 // A view: the row's rule maps the result's index to the input's; a view of a buffer stays a strided view of it
 // where that map is affine, else (and for a pending input) the result is the input's body at the mapped index.
 Decision Lowerer::lower_view(const Node& n, const OpCall& mc, const LoweringRow& row) {
@@ -565,6 +602,21 @@ Decision Lowerer::lower_view(const Node& n, const OpCall& mc, const LoweringRow&
       for (size_t d = 0; d < vars.size(); ++d)
         if (!vars[d].is_constant()) strides[d] = ix_coefficient(flat, vars[d]);
       result = buffer_value(lv.buffer, lv.dtype, out_sizes, strides, flat.constant);
+      // A permuted view reduced along its strided innermost dim more than once (a channels-first tensor's layer
+      // norm over channels): copy it to a contiguous buffer once, so every reduction and every later read runs
+      // over contiguous rows (eager's layer_norm makes its input contiguous too). One reduction alone is left
+      // strided: the copy would cost what it saves.
+      const int64_t inner_stride = strides.empty() ? 1 : strides.back();
+      if (!out_sizes.empty() && out_sizes.back() > 1 && inner_stride != 1 && inner_stride != 0 &&
+          shape_numel(out_sizes) >= kColumnCopyMinElements) {
+        const int reductions = column_reductions_of(n.outputs[0]);
+        if (reductions >= 2 && should_run("inductor", "contiguous_copy", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
+          vals_[size_t(n.outputs[0])] = pending_value(out_sizes, lv.dtype, result.load);
+          realize(n.outputs[0], fmt::format("contiguous copy: {} reductions over its innermost dim would read it with "
+                                            "stride {}", reductions, inner_stride));
+          return Decision::yes();
+        }
+      }
     } else {
       Loader inner = lv.load;
       result = pending_value(out_sizes, lv.dtype, [inner, map](const std::vector<Index>& idx) { return inner(map(idx)); }, lv.cost + 1);
