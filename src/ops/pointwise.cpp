@@ -563,8 +563,11 @@ std::vector<Tensor> relu_kernel(const OpCall& c) {
     else return v < T(0) ? T(0) : v;
   })};
 }
-std::vector<Tensor> relu_vjp(const VjpCall& v) {  // gradient 0 where x <= 0
-  return {if_needed(v.needs(0), [&] { return where(le(v.call.tensor(0), 0), 0, v.grads[0]); })};
+// Gradient 0 where x <= 0, read from the result (relu(x) <= 0 exactly where x <= 0, NaN and -0 included), as
+// PyTorch's threshold_backward does: a compiled training step then keeps the activation its next layer's
+// gradient needs anyway, not also the input or a mask of it (AOT's MLP saved a 256 KB mask beside it).
+std::vector<Tensor> relu_vjp(const VjpCall& v) {
+  return {if_needed(v.needs(0), [&] { return where(le(v.outputs[0], 0), 0, v.grads[0]); })};
 }
 
 // floor/ceil/trunc/round of an integer tensor is a copy of it.
