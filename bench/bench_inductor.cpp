@@ -201,6 +201,14 @@ const bool kConvKindsRegistered = [] {
   return true;
 }();
 
+// inductor/convnext_tiny: a whole small model (bench/graphs/convnext_tiny.kir, bench/real_models.py's
+// TinyConvNeXt): convolutions through oneDNN, matrix products through BLAS, layer norms over channels of permuted
+// conv outputs, GELU. Before the index and column-reduction fixes of 2026-11-28 it took 8.1 ms on one thread
+// here, 2.8 ms after (docs/benchmarks.md, Real models).
+void BM_convnext_tiny(benchmark::State& state) {
+  run_case(state, graph::load_graph(KILN_SOURCE_DIR "/bench/graphs/convnext_tiny.kir"), true);
+}
+
 void BM_compile_chain100_cold(benchmark::State& state) {
   graph::Graph g = parse(chain_text(100, 1 << 20));
   CompileOptions opts;
@@ -257,6 +265,7 @@ BENCHMARK(BM_layernorm)->Name("inductor/layernorm_4096x4096")->UseRealTime()->Un
 BENCHMARK(BM_row_sum)->Name("inductor/row_sum_4096x4096")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_chain100)->Name("inductor/chain100_f32_1M")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_mlp)->Name("inductor/mlp_forward_512x1024")->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_convnext_tiny)->Name("inductor/convnext_tiny")->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_compile_chain100_cold)->Name("inductor/compile_chain100_cold")->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_compile_chain100_kernels_cached)->Name("inductor/compile_chain100_kernels_cached")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_compile_chain100_cached)->Name("inductor/compile_chain100_cached")->Unit(benchmark::kMillisecond);
