@@ -112,7 +112,8 @@ case "${1:-}" in
       fi
     done
     cp -L "$(ldd "${bins[0]}" | awk '/ld-linux/ {print $1}')" "$stage/libs/"
-    mvec=$(ldconfig -p | awk '/libmvec\.so\.1 .*x86-64/ {print $NF; exit}')
+    # awk reads all of ldconfig's output (an early exit would end ldconfig with SIGPIPE: a failure under pipefail)
+    mvec=$(ldconfig -p | awk '/libmvec\.so\.1 .*x86-64/ && !found {print $NF; found = 1}')
     [[ -n $mvec ]] && cp -L "$mvec" "$stage/libs/"
     cp -r examples "$stage/"
     tar -C "$stage" -cf - . | xz -${GPU_BUNDLE_XZ_LEVEL:-6} -T2 > "$f.tmp"

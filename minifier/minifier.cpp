@@ -66,9 +66,8 @@ uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs) {
 void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
                              const FailureSignature& failure, const std::map<std::string, std::string>& config,
                              double tolerance, const std::string& path, bool gradients) {
-  ReproFile r = make_repro(g);
+  ReproFile r = make_repro(g, backend);
   r.gradients = gradients;
-  r.backend = backend;
   r.config = config;
   r.tolerance = tolerance;
   r.expected = failure;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/device_hooks.h"
 #include "core/hash.h"
 #include "core/options.h"
 #include "graph/text.h"
@@ -59,8 +60,41 @@ AppliedReproConfig::~AppliedReproConfig() {
   while (!applied_.empty()) applied_.pop_back();  // restored in reverse order
 }
 
-ReproFile make_repro(const graph::Graph& g) {
+bool repro_uses_gpu(const graph::Graph& g, const std::string& backend) {
+  if (backend == "inductor_cuda") return true;
+  for (int v = 0; v < g.num_values(); ++v)
+    if (g.value(v).meta.device.type == DeviceType::CUDA) return true;
+  return false;
+}
+
+std::string this_gpu() {
+  try {
+    return device_hooks(DeviceType::CUDA).describe(Device{DeviceType::CUDA, 0});
+  } catch (const Error& e) {  // a build without the CUDA backend
+    return fmt::format("none ({})", e.what());
+  }
+}
+
+void record_gpu(ReproFile& r) {
+  const bool gpu = repro_uses_gpu(r.graph, r.backend);
+  r.cuda_device = gpu ? "cuda:0" : "";  // kiln runs CUDA programs on device 0's primary context (docs/cuda.md)
+  r.gpu = gpu ? this_gpu() : "";
+}
+
+std::string gpu_mismatch_note(const ReproFile& r) {
+  if (r.gpu.empty()) return "";
+  const std::string here = this_gpu();
+  if (here == r.gpu) return "";
+  if (here.rfind("none", 0) == 0)
+    return fmt::format("note: this repro was recorded on {} {}; this machine has no GPU kiln can use: {}",
+                       r.cuda_device.empty() ? "cuda:0" : r.cuda_device, r.gpu, here);
+  return fmt::format("note: this repro was recorded on {} {}; this machine's is {}: a failure that depends on the GPU "
+                     "model may not show here", r.cuda_device.empty() ? "cuda:0" : r.cuda_device, r.gpu, here);
+}
+
+ReproFile make_repro(const graph::Graph& g, const std::string& backend) {
   ReproFile r;
+  r.backend = backend;
   r.kiln_version = KILN_VERSION;
   r.git_hash = KILN_GIT_HASH;
 #if defined(__clang__)
@@ -70,13 +104,17 @@ ReproFile make_repro(const graph::Graph& g) {
 #endif
   r.device = fmt::format("cpu ({} hardware threads)", std::max(1l, sysconf(_SC_NPROCESSORS_ONLN)));
   r.graph = g;
+  record_gpu(r);
   return r;
 }
 
 std::string print_repro(const ReproFile& r) {
   std::string s = "# kiln repro file. Check whether the failure still happens: kiln repro run <this file>\n";
-  s += fmt::format("kiln-repro: {}\n", r.gradients ? kReproGradientsFormatVersion : 1);
+  const bool gpu = !r.cuda_device.empty() || !r.gpu.empty();
+  s += fmt::format("kiln-repro: {}\n", gpu ? kReproGpuFormatVersion : r.gradients ? kReproGradientsFormatVersion : 1);
   s += fmt::format("kiln-version: {}\ngit: {}\ntoolchain: {}\ndevice: {}\n", r.kiln_version, r.git_hash, r.toolchain, r.device);
+  if (!r.cuda_device.empty()) s += fmt::format("cuda-device: {}\n", r.cuda_device);
+  if (!r.gpu.empty()) s += fmt::format("gpu: {}\n", r.gpu);
   s += fmt::format("backend: {}\n", r.backend);
   if (!r.stage.empty()) s += fmt::format("stage: {}\n", r.stage);
   for (const auto& [k, v] : r.config) {
@@ -111,6 +149,8 @@ class HeaderReader {
     else if (key == "git") r_.git_hash = value;
     else if (key == "toolchain") r_.toolchain = value;
     else if (key == "device") r_.device = value;
+    else if (key == "cuda-device") gpu_field(r_.cuda_device, value);
+    else if (key == "gpu") gpu_field(r_.gpu, value);
     else if (key == "backend") r_.backend = value;
     else if (key == "stage") r_.stage = value;
     else if (key == "config") config(value);
@@ -184,10 +224,20 @@ class HeaderReader {
     if (r_.gradients && r_.format_version < kReproGradientsFormatVersion)
       fail("{}:{}:1: 'check: gradients' needs repro format {} or newer, but the file says kiln-repro: {}", filename_,
            check_line_, kReproGradientsFormatVersion, r_.format_version);
+    if (gpu_line_ > 0 && r_.format_version < kReproGpuFormatVersion)
+      fail("{}:{}:1: 'cuda-device' and 'gpu' need repro format {} or newer, but the file says kiln-repro: {}", filename_,
+           gpu_line_, kReproGpuFormatVersion, r_.format_version);
   }
 
  private:
   int check_line_ = 0;
+  int gpu_line_ = 0;  // the first cuda-device or gpu line
+
+  void gpu_field(std::string& field, const std::string& value) {
+    if (value.empty()) err("an empty value (expected e.g. 'cuda-device: cuda:0', 'gpu: NVIDIA H200 (sm_90)')");
+    field = value;
+    if (gpu_line_ == 0) gpu_line_ = line_no;
+  }
 
   void tolerance(const std::string& value) {
     std::optional<double> tol = parse_number<double>(value);

@@ -245,6 +245,8 @@ TEST_F(CliTest, EveryLogChannelPrints) {
       {"graph_code", capture_demo}, {"capture", capture_demo},
       {"partitioner", "kiln aot --partition min-cut " + example("mlp.kir")},
       {"aot_joint_graph", "kiln aot " + example("mlp.kir")}, {"aot_graphs", "kiln aot " + example("mlp.kir")},
+      // max-autotune times kernels on a GPU: CudaGpuAutotuneCli (test_cuda_autotune.cpp) checks it prints there.
+      {"autotune", ""},
   };
   for (const std::string& c : channels) {
     auto it = producer.find(c);

@@ -18,6 +18,9 @@
 #include "eager/npy.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
+#include "cli_run.h"
+
+#include <unistd.h>
 
 using namespace kiln;
 
@@ -133,7 +136,7 @@ TEST(Repro, RoundTripsAndRejectsNewerVersions) {
   EXPECT_EQ(back.expected.message, r.expected.message);
   EXPECT_EQ(*back.input_seed, 3u);
   std::string newer = text;
-  newer.replace(newer.find("kiln-repro: 1"), 13, "kiln-repro: 3");
+  newer.replace(newer.find("kiln-repro: 1"), 13, fmt::format("kiln-repro: {}", kReproFormatVersion + 1));
   try {
     parse_repro(newer, "r.kir");
     FAIL();
@@ -226,4 +229,78 @@ TEST(Repro, ARecordedFailureReproducesUntilFixed) {
   EXPECT_TRUE(reproduce(load_repro(path), path, 30).reproduces);
   write_npy((dir / "inputs" / "x.npy").string(), zeros({4, 8}));
   EXPECT_THROW(reproduce(load_repro(path), path, 30), Error);
+}
+
+// A repro of a CUDA backend or of CUDA values records the device and the GPU model (format 3, the oldest that holds
+// them); other repros stay format 1, and files of formats 1 and 2 still read.
+TEST(Repro, GpuReprosRecordTheDeviceAndModelInFormat3) {
+  graph::Graph g = relu_graph();
+  ReproFile cpu = make_repro(g, "inductor");
+  EXPECT_EQ(cpu.gpu, "");
+  std::string text = print_repro(cpu);
+  EXPECT_NE(text.find("kiln-repro: 1\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpu:"), std::string::npos) << text;
+
+  ReproFile cuda = make_repro(g, "inductor_cuda");
+  EXPECT_EQ(cuda.cuda_device, "cuda:0");
+  EXPECT_EQ(cuda.gpu, this_gpu());
+  EXPECT_FALSE(cuda.gpu.empty());
+  text = print_repro(cuda);
+  EXPECT_NE(text.find("kiln-repro: 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ncuda-device: cuda:0\ngpu: " + cuda.gpu + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("device: cpu ("), std::string::npos) << "the host is still recorded: " << text;
+  ReproFile back = parse_repro(text, "g.repro");
+  EXPECT_EQ(back.cuda_device, "cuda:0");
+  EXPECT_EQ(back.gpu, cuda.gpu);
+  EXPECT_EQ(print_repro(back), text);
+
+  graph::Graph on_gpu = graph::parse_graph("graph d(%x: f32[4]@cuda:0) {\n  %y = relu(%x) : f32[4]@cuda:0\n  return %y\n}\n", "d.kir");
+  EXPECT_EQ(make_repro(on_gpu, "eager").cuda_device, "cuda:0") << "a graph of CUDA values runs on the GPU on any backend";
+
+  // gradients and a GPU: still format 3 (it holds both)
+  ReproFile both = cuda;
+  both.gradients = true;
+  EXPECT_NE(print_repro(both).find("kiln-repro: 3\n"), std::string::npos);
+
+  // the fields in a file of an older format are an error at their line; without them, older formats read
+  std::string old = text;
+  old.replace(old.find("kiln-repro: 3"), 13, "kiln-repro: 2");
+  try {
+    parse_repro(old, "old.repro");
+    FAIL() << "format 2 with a gpu line";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("old.repro:7:1: 'cuda-device' and 'gpu' need repro format 3"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(parse_repro(print_repro(cpu), "v1.repro"));
+  EXPECT_THROW(parse_repro("kiln-repro: 3\ngpu: \nbackend: eager\n", "empty.repro"), Error);
+}
+
+TEST(Repro, RunningAGpuReproElsewhereSaysSo) {
+  ReproFile r = make_repro(relu_graph(), "inductor_cuda");
+  EXPECT_EQ(gpu_mismatch_note(r), "") << "the same GPU (or the same lack of one) as here";
+  r.gpu = "NVIDIA Imaginary 9000 (sm_120)";
+  const std::string note = gpu_mismatch_note(r);
+  EXPECT_NE(note.find("recorded on cuda:0 NVIDIA Imaginary 9000 (sm_120)"), std::string::npos) << note;
+  if (this_gpu().rfind("none", 0) == 0)
+    EXPECT_NE(note.find("this machine has no GPU kiln can use: none ("), std::string::npos) << note;
+  else
+    EXPECT_NE(note.find("this machine's is " + this_gpu()), std::string::npos) << note;
+  EXPECT_EQ(gpu_mismatch_note(make_repro(relu_graph(), "inductor")), "");
+
+  // kiln repro run prints the note, then runs the repro as always (here on eager: it does not fail)
+  r.backend = "eager";
+  r.input_seed = 1;
+  r.expected = {FailureKind::Accuracy, ""};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("kiln_gpu_repro_{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "g.repro").string();
+  save_repro(r, path);
+  EXPECT_NE(load_repro(path).gpu, "");
+  cli_test::CliResult out = cli_test::shell("kiln repro run " + path);
+  EXPECT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("note: this repro was recorded on cuda:0 NVIDIA Imaginary 9000 (sm_120)"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("DOES NOT REPRODUCE"), std::string::npos) << out.output;
+  std::filesystem::remove_all(dir);
 }

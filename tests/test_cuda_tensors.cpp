@@ -32,6 +32,7 @@
 #include "graph/text.h"
 #include "inductor/compile.h"
 #include "ops/api.h"
+#include "ops/dispatch.h"
 
 namespace kiln {
 namespace {
@@ -119,6 +120,31 @@ TEST_F(DeviceTensors, OpsOnDeviceTensorsGiveDeviceTensorsWithEagerValues) {
     EXPECT_EQ(got.device(), kCuda) << name;
     EXPECT_EQ(got.sizes(), expected.sizes()) << name;
     EXPECT_EQ(got.to_double_vector(), expected.to_double_vector()) << name;
+  }
+}
+
+Tensor i64_word(int64_t v) { return Tensor::scalar(Scalar(v), DType::I64); }
+
+// Random ops on CUDA tensors draw the CPU's Philox numbers, bit for bit: element i of a draw is a function of
+// (seed, offset + i) only (docs/architecture.md, Randomness), wherever it runs.
+TEST_F(DeviceTensors, RandomOpsOnDeviceTensorsDrawTheHostsNumbers) {
+  Tensor x = reshape(arange(0, 66, 1, DType::F32), {6, 11});
+  manual_seed(11);
+  const std::vector<Tensor> expected = {
+      rand_like(x), randn_like(x), rand_like(x, DType::F64),
+      call_op_named("philox_rand", {IntList{6, 11}, i64_word(5), i64_word(1000), std::string("uniform")})[0],
+      call_op_named("philox_rand", {IntList{6, 11}, i64_word(5), i64_word(1000), std::string("normal")})[0]};
+  Tensor d = to_device(x, kCuda);
+  manual_seed(11);
+  const std::vector<Tensor> got = {
+      rand_like(d), randn_like(d), rand_like(d, DType::F64),
+      call_op_named("philox_rand", {IntList{6, 11}, to_device(i64_word(5), kCuda), to_device(i64_word(1000), kCuda),
+                                    std::string("uniform")})[0],
+      call_op_named("philox_rand", {IntList{6, 11}, to_device(i64_word(5), kCuda), to_device(i64_word(1000), kCuda),
+                                    std::string("normal")})[0]};
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (i < 3) EXPECT_EQ(got[i].device(), kCuda) << i;
+    EXPECT_TRUE(same_bits(to_device(got[i], Device{}), expected[i])) << "draw " << i;
   }
 }
 
@@ -304,6 +330,10 @@ TEST(CompileModes, UnknownModesAndReduceOverheadOnTheCpuAreClearErrors) {
   EXPECT_NE(compile_error(relu_graph(), o).find("unknown compile mode 'max-speed'"), std::string::npos);
   o.mode = "reduce-overhead";
   EXPECT_NE(compile_error(relu_graph(), o).find("needs the CUDA backend"), std::string::npos);
+  o.mode = "max-autotune";
+  const std::string autotune_why = compile_error(relu_graph(), o);
+  EXPECT_NE(autotune_why.find("mode max-autotune times the CUDA backend's kernels"), std::string::npos) << autotune_why;
+  EXPECT_NE(autotune_why.find("needs the CUDA backend"), std::string::npos) << autotune_why;
   set_default_compile_mode("reduce-overhead");  // the mode `kiln run --mode` sets for compiles that name none
   const std::string why = compile_error(relu_graph(), CompileOptions{});
   set_default_compile_mode("default");
@@ -344,6 +374,11 @@ TEST_F(CompileModesCli, RunModeFlagIsCheckedAndWired) {
   cli_test::CliResult r = cli_test::shell(kiln + " run " + g + " --backend inductor --mode reduce-overhead");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("needs --backend inductor_cuda"), std::string::npos) << r.output;
+  r = cli_test::shell(kiln + " run " + g + " --backend inductor --mode max-autotune");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--mode max-autotune: mode max-autotune times the CUDA backend's kernels"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("needs --backend inductor_cuda (not inductor)"), std::string::npos) << r.output;
   r = cli_test::shell(kiln + " run " + g + " --backend inductor_cuda --mode fastest");
   EXPECT_NE(r.exit_code, 0) << r.output;
   const std::string m = file("m.kir", "graph m(%a: f32[4, 8], %b: f32[8, 2]) {\n  %c = mm(%a, %b) : f32[4, 2]\n"
@@ -465,6 +500,37 @@ TEST(CudaTensorsGpu, EagerOpsOnTheGpuRunThroughTheHostFallback) {
   Tensor got = relu(add(matmul(to_device(a, kCuda), to_device(b, kCuda)), -20));
   EXPECT_EQ(got.device(), kCuda);
   EXPECT_EQ(got.to_double_vector(), relu(add(matmul(a, b), -20)).to_double_vector());
+}
+
+// rand, randn and philox_rand compiled for the GPU (extern calls: host fallbacks in the compiled program) and on
+// CUDA tensors draw exactly the CPU eager run's numbers with the same seed, as do kernels computing on them.
+TEST(CudaTensorsGpu, RandomOpsDrawTheCpusPhiloxNumbersBitForBit) {
+  SKIP_WITHOUT_GPU();
+  graph::Graph g = graph::parse_graph(
+      "graph r(%x: f32[33, 65], %seed: i64[], %off: i64[]) {\n"
+      "  %u = rand_like(%x) : f32[33, 65]\n  %n = randn([33, 65]) : f32[33, 65]\n"
+      "  %p = philox_rand([33, 65], %seed, %off, \"uniform\") : f32[33, 65]\n"
+      "  %q = philox_rand([33, 65], %seed, %off, \"normal\") : f32[33, 65]\n"
+      "  %y = mul(%u, 2.0) : f32[33, 65]\n  %z = add(%x, %n) : f32[33, 65]\n"
+      "  return %u, %n, %p, %q, %y, %z\n}\n", "r.kir");
+  std::vector<Tensor> host = {graph::seeded_inputs(g, 4)[0], i64_word(1234), i64_word(77)};
+  manual_seed(21);
+  const std::vector<Tensor> expected = graph::run_graph(g, host);  // the CPU's eager kernels
+  std::shared_ptr<CompiledGraph> c = compile(g, cuda_compile());
+  for (bool device_inputs : {false, true}) {
+    manual_seed(21);
+    std::vector<Tensor> got = (*c)(device_inputs ? on(kCuda, host) : host);
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(same_bits(to_device(got[i], Device{}), expected[i]))
+          << "output " << i << (device_inputs ? " (CUDA inputs)" : " (host inputs)");
+  }
+  Tensor d = to_device(host[0], kCuda);
+  manual_seed(21);
+  Tensor eager_u = rand_like(d), eager_n = randn(IntList{33, 65});
+  EXPECT_EQ(eager_u.device(), kCuda);
+  EXPECT_TRUE(same_bits(to_device(eager_u, Device{}), expected[0])) << "rand_like of a CUDA tensor";
+  EXPECT_TRUE(same_bits(eager_n, expected[1])) << "randn after it";
 }
 
 TEST(CudaTensorsGpu, FreedBlocksStayInTheirStreamsOrder) {

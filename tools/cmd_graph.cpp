@@ -34,7 +34,7 @@ struct RunArgs {
   bool check = false;
   bool grad = false;  // with check: forward and backward, outputs and gradients judged (repro/training.h)
   std::string dump_dir;
-  std::string mode;  // the default compile mode for this run (reduce-overhead: the CUDA backend replays a CUDA graph)
+  std::string mode;  // the default compile mode for this run (compile_modes(); the others than default need inductor_cuda)
   std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
 };
 
@@ -81,8 +81,7 @@ std::string summarize(const Tensor& t) {
 // `--emit torch`: the graph as a PyTorch script in the dump directory, reading the dumped inputs and
 // comparing PyTorch's eager outputs with kiln's (output_<k>.npy).
 void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
-  ReproFile r = make_repro(g);
-  r.backend = a.backend;
+  ReproFile r = make_repro(g, a.backend);
   r.input_dir = ".";
   const std::string path =
       (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
@@ -106,8 +105,8 @@ int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uin
 int run_run(const RunArgs& a) {
   const BackendFn& backend = find_backend(a.backend);
   if (!a.mode.empty()) {
-    KILN_CHECK(a.mode == "default" || a.backend == "inductor_cuda", "--mode {} replays the compiled program as a CUDA "
-               "graph, which needs --backend inductor_cuda (not {})", a.mode, a.backend);
+    KILN_CHECK(a.mode == "default" || a.backend == "inductor_cuda", "--mode {}: {}, which needs --backend "
+               "inductor_cuda (not {})", a.mode, compile_mode_needs_cuda(a.mode), a.backend);
     set_default_compile_mode(a.mode);
   }
   graph::Graph g = graph::load_graph(a.file);
@@ -161,9 +160,10 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or inductor (compiled)")
       ->default_str("eager");
   run->add_option("--mode", run_args.mode,
-                  "compile mode: default, or reduce-overhead (--backend inductor_cuda: the whole "
-                  "program recorded once into a CUDA graph and replayed)")
-      ->check(CLI::IsMember({"default", "reduce-overhead"}));
+                  "compile mode: default; with --backend inductor_cuda also reduce-overhead (the whole "
+                  "program recorded once into a CUDA graph and replayed) or max-autotune (each kernel timed at a few "
+                  "launch shapes at its first run, the fastest kept and cached on disk)")
+      ->check(CLI::IsMember(compile_modes()));
   auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
                                  "directory with one .npy per graph input, named after it (%x -> x.npy)");
   auto* seed = run->add_option("--seed", run_args.seed,

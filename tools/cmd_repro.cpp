@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "repro/reproduce.h"
 #include "tools/cli_checks.h"
 
@@ -14,6 +16,8 @@ namespace {
 
 int run_repro_run(const std::string& file, double timeout_s) {
   ReproFile r = load_repro(file);
+  if (std::string note = gpu_mismatch_note(r); !note.empty()) fmt::print("{}\n", note);
+  std::fflush(stdout);  // before the forked child's output
   ReproOutcome o = reproduce(r, file, timeout_s);
   fmt::print("{}: recorded failure: {} on backend {}\n", file, r.expected.kind, r.backend);
   if (!r.expected.message.empty()) fmt::print("  recorded: {}\n", r.expected.message);

@@ -140,10 +140,9 @@ const BackendFn& find_backend(const std::string& name) {
 }
 
 void check_backend_mode(const std::string& name, const std::string& mode) {
-  KILN_CHECK(mode == "default" || mode == "reduce-overhead", "unknown compile mode '{}'; the modes are default and "
-             "reduce-overhead", mode);
-  KILN_CHECK(mode == "default" || name == "inductor_cuda", "mode {} replays compiled programs as CUDA graphs, which "
-             "needs backend inductor_cuda; backend {} has only mode default", mode, name);
+  check_compile_mode(mode);
+  KILN_CHECK(mode == "default" || name == "inductor_cuda", "{}, which needs backend inductor_cuda; backend {} has only "
+             "mode default", compile_mode_needs_cuda(mode), name);
 }
 
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage,

@@ -21,11 +21,12 @@ const BackendFn& find_backend(const std::string& name);
 // "inductor" compiles with kiln::compile (repro stage `repro_stage`); any other backend's program runs its
 // BackendFn on every call, so a backend registered by name later (aot_eager, ...) plugs in unchanged.
 using GraphProgram = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-// `mode` (CompileOptions::mode): "default", or "reduce-overhead" for inductor_cuda (check_backend_mode).
+// `mode` (CompileOptions::mode): "default", or "reduce-overhead" / "max-autotune" for inductor_cuda (check_backend_mode).
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage,
                                  const std::string& mode = "default");
-// kiln::Error unless backend `name` compiles in `mode`: every backend has "default"; "reduce-overhead" (a CUDA
-// graph replay) only inductor_cuda, as kiln::compile's own check says for CompileOptions.
+// kiln::Error unless backend `name` compiles in `mode`: every backend has "default"; the other modes
+// (compile_modes(): a CUDA graph replay, kernel autotuning) only inductor_cuda, as kiln::compile's own check says
+// for CompileOptions.
 void check_backend_mode(const std::string& name, const std::string& mode);
 
 // The compile step of a backend that compiles before it runs (inductor: kiln::compile). It must throw exactly

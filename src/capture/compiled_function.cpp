@@ -8,15 +8,14 @@
 #include "capture/recorder.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "inductor/compile_options.h"
 
 namespace kiln::capture {
 
 CompiledFunction::CompiledFunction(CaptureOptions options, SourceSite compiled_at)
     : options_(std::move(options)), compiled_at_(std::move(compiled_at)) {
   label_ = fmt::format("{} ({})", options_.name.empty() ? "fn" : options_.name, compiled_at_.str());
-  KILN_CHECK(options_.mode == "default" || options_.mode == "reduce-overhead",
-             "kiln::compile at {}: unknown mode '{}' (the modes: default, reduce-overhead)", compiled_at_.str(),
-             options_.mode);
+  check_compile_mode(options_.mode, fmt::format("kiln::compile at {}: ", compiled_at_.str()));
   KILN_CHECK(options_.recompile_limit >= -1, "kiln::compile at {}: recompile_limit {} is negative", compiled_at_.str(),
              options_.recompile_limit);
   check_options();

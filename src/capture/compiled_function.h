@@ -23,8 +23,9 @@ struct CaptureOptions {
   // A user's backend (takes precedence over `backend`): a captured graph and example inputs -> a program.
   capture::CustomBackend custom_backend{};
   bool fullgraph = false;   // the first graph break is an error (its reason and the user's line)
-  // "default", or "reduce-overhead": each captured graph replays as a CUDA graph (needs backend inductor_cuda;
-  // docs/cuda.md). Checked at kiln::compile.
+  // "default"; "reduce-overhead": each captured graph replays as a CUDA graph; "max-autotune": each kernel's launch
+  // shape is chosen by timing at its first run. Both need backend inductor_cuda (docs/cuda.md). Checked at
+  // kiln::compile.
   std::string mode = "default";
   int recompile_limit = -1;      // -1: KILN_RECOMPILE_LIMIT (8)
   bool error_on_recompile_limit = false;  // past the limit, raise instead of running eagerly

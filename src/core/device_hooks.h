@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/device.h"
@@ -22,6 +23,9 @@ class DeviceHooks {
   // Copies `nbytes`: `to` and `from` say where `dst` and `src` live (at least one is a device of these hooks; the
   // other may be the CPU). Ordered after all earlier work on the device; returns when the bytes are in place.
   virtual void copy(void* dst, Device to, const void* src, Device from, int64_t nbytes) = 0;
+  // What `device` is, for records of where something ran (repro files): "NVIDIA H200 (sm_90)", or "none (<why>)"
+  // when the device cannot be used here. Never throws.
+  virtual std::string describe(Device device) { return device.str(); }
 };
 
 // Installs `hooks` for every device of `type` (null removes them); returns the previous ones. Not for the CPU.

@@ -38,6 +38,7 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"partitioner", "aot: each save or recompute decision of the forward/backward partitioners, and why"},
     {"aot_joint_graph", "aot: each joint graph (forward and backward in one, primals and tangents in) as .kir"},
     {"aot_graphs", "aot: each partitioned forward and backward graph as .kir"},
+    {"autotune", "cuda, mode max-autotune: each kernel's candidate launch shapes, their times, the choice and the tuning cache"},
 };
 
 // The mask and the options generation it was computed for (generation + 1, so 0 means "not computed").

@@ -32,6 +32,7 @@ enum class LogChannel : uint8_t {
   Partitioner,  // aot: each save/recompute decision of the partitioners and its reason
   AotJointGraph,  // aot: each joint graph as .kir
   AotGraphs,      // aot: each forward and backward graph as .kir
+  Autotune,       // cuda: max-autotune's candidates per kernel, their times and the choice
   NumChannels
 };
 inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);

@@ -3,6 +3,7 @@
 // program.cpp.
 #include "inductor/compile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -142,15 +143,33 @@ std::string default_compile_mode() {
   return g_default_mode;
 }
 
+const std::vector<std::string>& compile_modes() {
+  static const std::vector<std::string> modes = {"default", "reduce-overhead", "max-autotune"};
+  return modes;
+}
+
+void check_compile_mode(const std::string& mode, const std::string& where) {
+  const auto& modes = compile_modes();
+  KILN_CHECK(std::find(modes.begin(), modes.end(), mode) != modes.end(), "{}unknown compile mode '{}'; the modes are {}",
+             where, mode, fmt::join(modes, ", "));
+}
+
+std::string compile_mode_needs_cuda(const std::string& mode) {
+  if (mode == "reduce-overhead") return "mode reduce-overhead replays the compiled program as a CUDA graph";
+  if (mode == "max-autotune")
+    return "mode max-autotune times the CUDA backend's kernels at several launch shapes (the CPU backend has no such "
+           "choices yet)";
+  return "";
+}
+
 namespace {
 // `options` with its mode resolved (empty: default_compile_mode()) and checked against what each mode needs.
 CompileOptions with_mode(CompileOptions options) {
   if (options.mode.empty()) options.mode = default_compile_mode();
-  KILN_CHECK(options.mode == "default" || options.mode == "reduce-overhead",
-             "unknown compile mode '{}'; the modes are default and reduce-overhead", options.mode);
-  KILN_CHECK(options.mode != "reduce-overhead" || options.device == "cuda",
-             "mode reduce-overhead replays the compiled program as a CUDA graph, which needs the CUDA backend "
-             "(--backend inductor_cuda; CompileOptions::device = \"cuda\"), not device '{}'", options.device);
+  check_compile_mode(options.mode);
+  KILN_CHECK(options.mode == "default" || options.device == "cuda",
+             "{}, which needs the CUDA backend (--backend inductor_cuda; CompileOptions::device = \"cuda\"), not "
+             "device '{}'", compile_mode_needs_cuda(options.mode), options.device);
   return options;
 }
 }  // namespace

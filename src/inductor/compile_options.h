@@ -2,6 +2,7 @@
 // see them through CompileContext (context.h) without the public compile API.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -13,9 +14,11 @@ struct CompileOptions {
   // The device the program's kernels are generated for: "cpu" (the host backend) or "cuda" (docs/cuda.md).
   std::string device = "cpu";
   bool fuse = true;  // false: one kernel per node (for tests and ablation)
-  // "default", or "reduce-overhead": the CUDA backend records the whole program's launches into a CUDA graph at
+  // "default"; "reduce-overhead": the CUDA backend records the whole program's launches into a CUDA graph at
   // the first call and replays it (inputs copied into static buffers; docs/cuda.md). Needs device "cuda" and a
-  // program without host steps (a kiln::Error at compile time names the step that cannot be captured).
+  // program without host steps (a kiln::Error at compile time names the step that cannot be captured);
+  // "max-autotune": the CUDA backend times each kernel at a few launch shapes at its first launch and keeps the
+  // fastest (cached on disk; docs/cuda.md). Both need device "cuda" (compile_mode_needs_cuda).
   // Empty: default_compile_mode().
   std::string mode;
   // Return the already compiled program for a structurally equal graph compiled with the same options
@@ -23,6 +26,13 @@ struct CompileOptions {
   // on, since those must see every compilation happen.
   bool use_graph_cache = true;
 };
+
+// The compile modes, in one place: "default", "reduce-overhead", "max-autotune" (docs/cuda.md).
+const std::vector<std::string>& compile_modes();
+// kiln::Error "unknown compile mode 'X'; the modes are ..." unless `mode` is one; `where` prefixes the message.
+void check_compile_mode(const std::string& mode, const std::string& where = "");
+// Why `mode` needs the CUDA backend (inductor_cuda), for the errors that refuse it elsewhere; "" for "default".
+std::string compile_mode_needs_cuda(const std::string& mode);
 
 // The mode of compiles that name none: "default" unless set (`kiln run --mode` sets it for the process).
 void set_default_compile_mode(std::string mode);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "backends/cuda/autotune.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/device_program.h"
 #include "backends/cuda/driver.h"
@@ -33,11 +34,19 @@ class Kernels final : public CudaKernels {
     std::string name;
     mutable CUfunction function = nullptr;  // loaded at first launch (needs a device)
     mutable std::unique_ptr<DeviceBlock> workspace;  // a split reduction's, allocated zeroed at first launch
+    // max-autotune: the launch shapes timed at the first launch (the default first), their functions (loaded when
+    // timed), and the one kept (-1: not tuned yet; under tune_mutex).
+    std::vector<AutotuneCandidate> candidates;
+    mutable std::vector<CUfunction> candidate_functions;
+    mutable int chosen = -1;
   };
   std::vector<Entry> entries;
   std::vector<std::string> sources;
   int built = 0;
   bool reduce_overhead = false;  // CompileOptions::mode: every call replays one recording
+  bool autotune = false;         // CompileOptions::mode max-autotune: each kernel tuned at its first launch
+  std::string graph_name;
+  mutable std::mutex tune_mutex;
   mutable std::mutex recording_mutex;
   mutable std::unique_ptr<DeviceProgram> recording;  // made at the first reduce-overhead call
 
@@ -65,16 +74,27 @@ class Kernels final : public CudaKernels {
     std::string why;
     const Driver* d = driver(&why);
     if (!d) fail("CUDA backend: cannot run kernel {}: {}", e.name, why);
-    CUfunction f = function(e, *d);
+    if (!autotune) {
+      launch_code(e.code, function(e, *d), buffers, status, workspace(e, e.code, *d), stream, *d);
+      return;
+    }
+    const int c = tuned(e, *d, &buffers);
+    const CudaKernel& code = e.candidates[size_t(c)].code;
+    launch_code(code, candidate_function(e, c, *d), buffers, status, workspace(e, code, *d), stream, *d);
+  }
+
+  // One launch of `code` (a kernel or one of its max-autotune candidates) through `f`.
+  static void launch_code(const CudaKernel& code, CUfunction f, const std::vector<CUdeviceptr>& buffers,
+                          CUdeviceptr status, CUdeviceptr workspace, CUstream stream, const Driver& d) {
     std::vector<void*> params;
     std::vector<CUdeviceptr> ptrs = buffers;
     ptrs.push_back(status);
-    if (e.code.workspace_bytes > 0) ptrs.push_back(workspace(e, *d));
+    if (code.workspace_bytes > 0) ptrs.push_back(workspace);
     for (CUdeviceptr& p : ptrs) params.push_back(&p);
-    const int64_t per_block = e.code.rows ? 1 : e.code.block;
-    const int64_t grid = std::clamp<int64_t>((e.code.work + per_block - 1) / per_block, 1, d->sm_count * kBlocksPerSm);
-    check(d->launch_kernel(f, unsigned(grid), 1, 1, unsigned(e.code.block), 1, 1, unsigned(e.code.shared_bytes), stream,
-                           params.data(), nullptr),
+    const int64_t per_block = code.rows ? 1 : code.block;
+    const int64_t grid = std::clamp<int64_t>((code.work + per_block - 1) / per_block, 1, d.sm_count * kBlocksPerSm);
+    check(d.launch_kernel(f, unsigned(grid), 1, 1, unsigned(code.block), 1, 1, unsigned(code.shared_bytes), stream,
+                          params.data(), nullptr),
           "cuLaunchKernel");
   }
 
@@ -84,8 +104,14 @@ class Kernels final : public CudaKernels {
     if (!d) fail("CUDA backend: cannot load kernels: {}", why);
     for (const Entry& e : entries)
       if (e.code.work != 0) {
+        if (autotune) {  // a CUDA graph is recorded next: tune now, on scratch buffers of zeros
+          const int c = tuned(e, *d, nullptr);
+          candidate_function(e, c, *d);
+          workspace(e, e.candidates[size_t(c)].code, *d);
+          continue;
+        }
         function(e, *d);
-        if (e.code.workspace_bytes > 0) workspace(e, *d);
+        workspace(e, e.code, *d);
       }
   }
 
@@ -134,27 +160,85 @@ class Kernels final : public CudaKernels {
 
  private:
   // One workspace a kernel: launches of a kernel on one stream (a program's) run in order, so they share it.
-  static CUdeviceptr workspace(const Entry& e, const Driver& d) {
+  // Zero when `code` (the kernel's or its chosen candidate's: the same size) needs none.
+  static CUdeviceptr workspace(const Entry& e, const CudaKernel& code, const Driver& d) {
+    if (code.workspace_bytes <= 0) return 0;
     static std::mutex mutex;
     std::lock_guard lock(mutex);
     if (!e.workspace) {
-      e.workspace = std::make_unique<DeviceBlock>(size_t(e.code.workspace_bytes));
-      check(d.memset_d8(e.workspace->ptr, 0, size_t(e.code.workspace_bytes)), "cuMemsetD8");
+      e.workspace = std::make_unique<DeviceBlock>(size_t(code.workspace_bytes));
+      check(d.memset_d8(e.workspace->ptr, 0, size_t(code.workspace_bytes)), "cuMemsetD8");
     }
     return e.workspace->ptr;
+  }
+
+  static CUfunction load(const std::string& cubin, const CudaKernel& code, const Driver& d) {
+    CUmodule module = nullptr;
+    CUfunction f = nullptr;
+    check(d.module_load_data(&module, cubin.data()), "cuModuleLoadData");
+    check(d.module_get_function(&f, module, code.entry.c_str()), "cuModuleGetFunction");
+    if (code.shared_bytes > kDefaultSharedBytes)  // kernel-local rows past the 48 KB a block gets unasked
+      check(d.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(code.shared_bytes)),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    return f;
+  }
+
+  // Candidate `c`'s function: compiled (through the cubin cache) and loaded at first use; the default's is the
+  // kernel's own.
+  static CUfunction candidate_function(const Entry& e, int c, const Driver& d) {
+    if (c == 0) return function(e, d);
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    CUfunction& f = e.candidate_functions[size_t(c)];
+    if (!f) f = load(cubin_for(e.candidates[size_t(c)].code.source, target_arch()), e.candidates[size_t(c)].code, d);
+    return f;
+  }
+
+  // max-autotune: the candidate kept for kernel `e`, tuned at the first call (autotune.h) on scratch copies of the
+  // kernel's arguments (`real`: the launch's device buffers; null: zeros), so the timed runs never touch the
+  // program's buffers (a kernel may read what it writes).
+  int tuned(const Entry& e, const Driver& d, const std::vector<CUdeviceptr>* real) const {
+    std::lock_guard lock(tune_mutex);
+    if (e.chosen >= 0) return e.chosen;
+    check(d.ctx_synchronize(), "the work before max-autotune's timing (cuCtxSynchronize)");
+    std::vector<DeviceBlock> blocks;
+    std::vector<CUdeviceptr> ptrs;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const auto [first, last] = e.code.spans[i];
+      const int64_t esize = element_size(i, e);
+      if (first > last) {
+        ptrs.push_back(0);
+        continue;
+      }
+      const size_t bytes = size_t(last - first + 1) * size_t(esize);
+      blocks.emplace_back(bytes);
+      if (real) check(d.memcpy_dtod(blocks.back().ptr, (*real)[i] + CUdeviceptr(first * esize), bytes), "cuMemcpyDtoD");
+      else check(d.memset_d8(blocks.back().ptr, 0, bytes), "cuMemsetD8");
+      ptrs.push_back(blocks.back().ptr - CUdeviceptr(first * esize));
+    }
+    DeviceBlock status(sizeof(int32_t));
+    check(d.memset_d8(status.ptr, 0, sizeof(int32_t)), "cuMemsetD8");
+    std::vector<std::unique_ptr<DeviceBlock>> workspaces(e.candidates.size());
+    auto launch = [&](int c) {
+      const CudaKernel& code = e.candidates[size_t(c)].code;
+      if (code.workspace_bytes > 0 && !workspaces[size_t(c)]) {
+        workspaces[size_t(c)] = std::make_unique<DeviceBlock>(size_t(code.workspace_bytes));
+        check(d.memset_d8(workspaces[size_t(c)]->ptr, 0, size_t(code.workspace_bytes)), "cuMemsetD8");
+      }
+      launch_code(code, candidate_function(e, c, d), ptrs, status.ptr,
+                  workspaces[size_t(c)] ? workspaces[size_t(c)]->ptr : 0, nullptr, d);
+    };
+    const AutotuneResult r = autotune_kernel(fmt::format("kernel {} of graph {}", e.name, graph_name), e.candidates,
+                                             autotune_key_material(e.candidates, target_arch(), d.name), launch);
+    check(d.ctx_synchronize(), "max-autotune's timing (cuCtxSynchronize)");
+    e.chosen = r.chosen;
+    return e.chosen;
   }
 
   static CUfunction function(const Entry& e, const Driver& d) {
     static std::mutex mutex;
     std::lock_guard lock(mutex);
-    if (!e.function) {
-      CUmodule module = nullptr;
-      check(d.module_load_data(&module, e.cubin.data()), "cuModuleLoadData");
-      check(d.module_get_function(&e.function, module, e.code.entry.c_str()), "cuModuleGetFunction");
-      if (e.code.shared_bytes > kDefaultSharedBytes)  // kernel-local rows past the 48 KB a block gets unasked
-        check(d.func_set_attribute(e.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(e.code.shared_bytes)),
-              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-    }
+    if (!e.function) e.function = load(e.cubin, e.code, d);
     return e.function;
   }
 };
@@ -198,6 +282,8 @@ std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const L
   const int64_t before = cubin_stats().compiles;
   auto out = std::make_unique<Kernels>();
   out->reduce_overhead = ctx.options.mode == "reduce-overhead";
+  out->autotune = ctx.options.mode == "max-autotune";
+  out->graph_name = ctx.graph_name;
   if (out->reduce_overhead) refuse_uncapturable(s, lg, ctx.graph_name);
   for (const Buffer& b : lg.buffers) out->element_sizes.push_back(dtype_size(b.dtype));
   for (const Kernel& k : s.kernels) {
@@ -207,6 +293,10 @@ std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const L
     try {
       e.code = emit_kernel_cuda(k, lg, e.args);
       e.cubin = cubin_for(e.code.source, arch);
+      if (out->autotune) {  // the other candidates compile only when timed (a cached choice needs none of them)
+        e.candidates = autotune_candidates(k, lg, e.args, e.code);
+        e.candidate_functions.assign(e.candidates.size(), nullptr);
+      }
     } catch (const Error& err) {
       // Code generation never judges the user's graph: a failure there is a compiler bug, unless injected.
       const bool injected = dynamic_cast<const CompileError*>(&err) && !ctx.inject.empty();

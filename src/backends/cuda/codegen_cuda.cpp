@@ -115,7 +115,8 @@ void index_exprs(const SExpr& e, std::vector<Index>& out) {
 
 class Emitter {
  public:
-  Emitter(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args) : k_(k), lg_(lg), args_(args) {
+  Emitter(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args, const LaunchChoice& choice)
+      : k_(k), lg_(lg), args_(args), choice_(choice) {
     for (size_t i = 0; i < args.size(); ++i) slot_[args[i]] = int(i);
   }
 
@@ -129,13 +130,13 @@ class Emitter {
     const LoopNode& first = lg_.nodes[size_t(k_.loops.front().node)];
     out.rows = !(k_.loops.size() == 1 && first.kind == LoopNode::Kind::Pointwise);
     out.work = out.rows ? shape_numel(k_.outer) : shape_numel(first.sizes);
-    if (out.rows) persistent_ = plan_persistent();
+    if (out.rows && choice_.persistent) persistent_ = plan_persistent();
     if (out.rows && !persistent_) split_ = plan_split();
     if (split_) {
       out.split = split_;
       out.work *= split_;
     }
-    out.block = persistent_ ? persistent_->block : out.rows ? rows_block() : kFlatBlock;
+    out.block = persistent_ ? persistent_->block : out.rows ? rows_block() : choice_.block > 0 ? choice_.block : kFlatBlock;
     out.persistent = persistent_.has_value();
     for (int b : k_.local_buffers)
       if (!persistent_ || !persistent_->register_locals.count(b)) shared_locals_.insert(b);
@@ -164,6 +165,7 @@ class Emitter {
   const Kernel& k_;
   const LoweredGraph& lg_;
   const std::vector<int>& args_;
+  const LaunchChoice choice_;
   std::map<int, int> slot_;
   std::ostringstream body_;
   std::unordered_map<std::string, std::string> vars_;                  // index variable key -> C name
@@ -259,7 +261,7 @@ class Emitter {
     }
     PersistentPlan p;
     p.row = shape_numel(row);
-    const int slots = persistent_slots.load();
+    const int slots = choice_.persistent_slots > 0 ? choice_.persistent_slots : persistent_slots.load();
     if (p.row == 0 || p.row > int64_t(slots) * kMaxRowsBlock) return std::nullopt;
     p.block = 32;
     while (p.block < kMaxRowsBlock && int64_t(p.block) * slots < p.row) p.block *= 2;
@@ -390,6 +392,7 @@ class Emitter {
   }
 
   int rows_block() const {
+    if (choice_.block > 0) return choice_.block;
     int64_t longest = 1;
     for (const KernelLoop& l : k_.loops) {
       const LoopNode& n = lg_.nodes[size_t(l.node)];
@@ -939,8 +942,9 @@ void set_codegen_variant_for_benchmarks(const CodegenVariant& v) {
   prefetch_next_row = v.prefetch_next_row;
 }
 
-CudaKernel emit_kernel_cuda(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args) {
-  return Emitter(k, lg, args).emit();
+CudaKernel emit_kernel_cuda(const Kernel& k, const LoweredGraph& lg, const std::vector<int>& args,
+                            const LaunchChoice& choice) {
+  return Emitter(k, lg, args, choice).emit();
 }
 
 }  // namespace kiln::cuda

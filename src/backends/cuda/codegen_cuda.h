@@ -49,6 +49,17 @@ struct CodegenVariant {
 };
 void set_codegen_variant_for_benchmarks(const CodegenVariant& v);
 
-CudaKernel emit_kernel_cuda(const inductor::Kernel& k, const inductor::LoweredGraph& lg, const std::vector<int>& args);
+// A launch shape for one kernel, other than the code generator's own (max-autotune's candidates, autotune.h). Every
+// choice computes the same values: only how elements are spread over threads changes (and so the order in which a
+// reduction's per-thread partials are combined). Zero / true: the default.
+struct LaunchChoice {
+  int block = 0;             // threads a block of a flat or a non-persistent rows kernel (a power of two, 32-1024)
+  int persistent_slots = 0;  // persistent rows: the elements a thread holds at most (the block follows from it)
+  bool persistent = true;    // false: a rows kernel that would hold its rows on chip reads them in each loop instead
+  bool operator==(const LaunchChoice&) const = default;
+};
+
+CudaKernel emit_kernel_cuda(const inductor::Kernel& k, const inductor::LoweredGraph& lg, const std::vector<int>& args,
+                            const LaunchChoice& choice = {});
 
 }  // namespace kiln::cuda

@@ -29,6 +29,14 @@ class CudaDeviceHooks final : public DeviceHooks {
     else if (src_host) check(d.memcpy_htod(device_ptr(dst), src, size_t(nbytes)), "cuMemcpyHtoD");
     else check(d.memcpy_dtod(device_ptr(dst), device_ptr(src), size_t(nbytes)), "cuMemcpyDtoD");
   }
+  // "NVIDIA H200 (sm_90)": the driver's name of device 0 and its architecture (kiln runs only cuda:0).
+  std::string describe(Device device) override {
+    std::string why;
+    const Driver* d = driver(&why);
+    if (!d) return fmt::format("none ({})", why);
+    if (device.index != 0) return fmt::format("none ({}: kiln runs CUDA programs on cuda:0 only)", device.str());
+    return fmt::format("{} (sm_{})", d->name, d->arch);
+  }
 
  private:
   static const Driver& checked_driver() {
