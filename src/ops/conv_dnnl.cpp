@@ -1,6 +1,6 @@
 // conv2d's f32 forward through oneDNN (conv_dnnl.h): one primitive per geometry, created once and cached; the
 // activations and weights stay in kiln's plain layouts (nchw, oihw / goihw) and are reordered to the layouts
-// the primitive picks, around each call.
+// the primitive picks, around each call (1x1 convolutions run on the plain activations: prepare()).
 #include "ops/conv_dnnl.h"
 
 #if KILN_HAVE_DNNL
@@ -52,7 +52,16 @@ Prepared prepare(const DnnlConv2d& g, bool bias) {
   };
   const memory::dims strides{g.stride[0], g.stride[1]}, dilation{g.dilation[0] - 1, g.dilation[1] - 1};
   const memory::dims pad_l{g.padding[0], g.padding[1]}, pad_r{right_pad(0, g.H, g.KH, g.OH), right_pad(1, g.W, g.KW, g.OW)};
-  const memory::desc src_any(src, f32, Tag::any), wei_any(wei, f32, Tag::any), dst_any(dst, f32, Tag::any);
+  // A 1x1 convolution (stride 1, no padding, one group) over nchw is a matrix product W[OC, C] x X[C, H*W]:
+  // given kiln's plain layouts, oneDNN runs it as one GEMM with no reorder of the activations. Its blocked
+  // layouts (Tag::any picks nChw16c on AVX-512) cost a reorder of the input and of the output around every
+  // call, which for SqueezeNet's and MobileNet's 1x1 layers took longer than the product: plain was 1.5-2.6x
+  // faster (47x47 and 23x23 maps, 16-128 channels; 56x56, 64 -> 256). Every other geometry keeps the blocked
+  // layouts, which won for 3x3 (1.2x) and depthwise 7x7 (10x) convolutions (one thread, this 2-core VM).
+  const bool pointwise = g.KH == 1 && g.KW == 1 && g.groups == 1 && g.stride[0] == 1 && g.stride[1] == 1 &&
+                         g.padding[0] == 0 && g.padding[1] == 0;
+  const Tag activations = pointwise ? Tag::nchw : Tag::any;
+  const memory::desc src_any(src, f32, activations), wei_any(wei, f32, Tag::any), dst_any(dst, f32, activations);
   const memory::desc bias_md = bias ? memory::desc({g.OC}, f32, Tag::x) : memory::desc();
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                        src_any, wei_any, bias_md, dst_any, strides, dilation, pad_l, pad_r);
