@@ -29,7 +29,8 @@ if ldd "$bench" | grep -q libicudata; then
   echo 'const char icudt72_dat[32] = {0};' | gcc -x c -shared -fPIC -Wl,-soname,libicudata.so.72 -o "$stage/libs/libicudata.so.72" -
 fi
 cp -L "$(ldd "$bench" | awk '/ld-linux/ {print $1}')" "$stage/libs/"
-mvec=$(ldconfig -p | awk '/libmvec\.so\.1 .*x86-64/ {print $NF; exit}')
+# awk reads all of ldconfig's output (an early exit would end ldconfig with SIGPIPE: a silent failure under pipefail)
+mvec=$(ldconfig -p | awk '/libmvec\.so\.1 .*x86-64/ && !found {print $NF; found = 1}')
 [[ -n $mvec ]] || { echo "bundle.sh: glibc's libmvec.so.1 not found" >&2; exit 2; }
 cp -L "$mvec" "$stage/libs/"
 tar -C "$stage" -cf - "$name" libs | xz -6 -T2 > "$out.tmp"
