@@ -103,7 +103,7 @@ case "${1:-}" in
       # NVRTC (110 MB) stays out: the GPU machine's toolkit provides it (--bundle adds /usr/local/cuda/lib64).
       # ICU's data library becomes a stub below.
       ldd "$b" | awk '$3 ~ /^\// && $1 !~ /^(libnvrtc|libicudata)/ {print $3}' | xargs -I{} cp -L {} "$stage/libs/"
-      icu=$(ldd "$b" | awk '$1 ~ /^libicudata\.so\./ {print $1; exit}')
+      icu=$(ldd "$b" | awk '$1 ~ /^libicudata\.so\./ && !found {print $1; found = 1}')
       if [[ -n $icu ]]; then  # libicudata.so.72 defines only icudt72_dat, the data ICU reads at its first use
         v=${icu#libicudata.so.}
         echo "const char icudt${v%%.*}_dat[32] = {0};" > "$stage/icu_stub.c"
