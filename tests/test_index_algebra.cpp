@@ -106,7 +106,8 @@ TEST(ColumnReductions, AStridedViewReducedTwiceIsCopiedContiguousFirst) {
       "graph s(%x: f32[1, 48, 32, 32]) {\n"
       "  %p = permute(%x, [0, 2, 3, 1]) : f32[1, 32, 32, 48]{49152, 32, 1, 1024}\n"
       "  %s = sum(%p, [3]) : f32[1, 32, 32]\n  return %s\n}\n", "s.kir");
-  for (const std::string& d : compile(sum, options)->decisions())
+  std::shared_ptr<CompiledGraph> summed = compile(sum, options);
+  for (const std::string& d : summed->decisions())
     EXPECT_EQ(d.find("contiguous copy"), std::string::npos) << d;
 }
 
