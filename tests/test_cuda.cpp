@@ -24,6 +24,7 @@
 #include "inductor/compile.h"
 #include "inductor/lowering_probe.h"
 #include "op_samples.h"
+#include "random_graphs.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 
@@ -369,6 +370,27 @@ TEST(CudaGpu, ExamplesFusedAndUnfusedEqualTheInterpreter) {
       EXPECT_TRUE(v.ok) << name << (fuse ? " fused: " : " unfused: ") << v.str();
     }
   }
+}
+
+// Random graphs of lowered ops (tests/random_graphs.h, the CPU's InductorProperty graphs) on the GPU: fused and
+// unfused programs equal the fp64 interpreter, and so does the program under any bisection limit of any inductor
+// site (a skipped application must leave a correct, slower program on this backend too).
+TEST(CudaGpu, RandomGraphsFusedUnfusedAndUnderAnyBisectionLimitEqualTheInterpreter) {
+  SKIP_WITHOUT_GPU();
+  check_property("CudaGpu/RandomGraphs", [] {
+    graph::Graph g = random_lowered_graph();
+    const std::vector<Tensor> inputs = graph::seeded_inputs(g, *rc::gen::inRange<uint64_t>(0, 1000));
+    for (bool fuse : {true, false}) {
+      CompareVerdict v = gpu_vs_interpreter(g, inputs, fuse);
+      if (!v.ok) RC_FAIL(fmt::format("{}: {}\n{}", fuse ? "fused" : "unfused", v.str(), graph::print_graph(g)));
+    }
+    const std::string site = *rc::gen::element<std::string>("lowering", "inline", "fusion", "localise", "decomposition",
+                                                            "nan_insensitive_max", "contiguous_copy");
+    const int limit = *rc::gen::inRange(0, 8);
+    ScopedOption opt(Opt::BisectLimit, fmt::format("inductor:{}={}", site, limit));
+    CompareVerdict v = gpu_vs_interpreter(g, inputs);
+    if (!v.ok) RC_FAIL(fmt::format("{} limited to {}: {}\n{}", site, limit, v.str(), graph::print_graph(g)));
+  }, 30);
 }
 
 TEST(CudaGpu, LongRowsAndWholeTensorReductions) {
