@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,6 +38,14 @@ inline CliResult shell(const std::string& command, const std::string& env = "") 
     return {code >= 128 ? -1 : code, code >= 128 ? code - 128 : 0, out};  // the shell reports a signal as 128+N
   }
   return {-1, WIFSIGNALED(status) ? WTERMSIG(status) : 0, out};
+}
+
+// How to run the kiln CLI: "kiln" (shell() runs this build's) where this build's exists, else, in a bundle on the
+// device machine, the one ci/gpu-test.sh names in GPU_TEST_KILN (quoted); "" when there is none.
+inline std::string kiln_command() {
+  if (std::filesystem::exists(KILN_CLI)) return "kiln";
+  const char* bundled = std::getenv("GPU_TEST_KILN");
+  return bundled && *bundled ? "'" + std::string(bundled) + "'" : "";
 }
 
 // Runs `kiln <args>` (the binary under test) with `env` prepended.

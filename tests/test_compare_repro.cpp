@@ -289,6 +289,8 @@ TEST(Repro, RunningAGpuReproElsewhereSaysSo) {
   EXPECT_EQ(gpu_mismatch_note(make_repro(relu_graph(), "inductor")), "");
 
   // kiln repro run prints the note, then runs the repro as always (here on eager: it does not fail)
+  const std::string kiln = cli_test::kiln_command();
+  if (kiln.empty()) GTEST_SKIP() << "no kiln CLI: not at " << KILN_CLI << " and GPU_TEST_KILN is not set";
   r.backend = "eager";
   r.input_seed = 1;
   r.expected = {FailureKind::Accuracy, ""};
@@ -297,7 +299,7 @@ TEST(Repro, RunningAGpuReproElsewhereSaysSo) {
   const std::string path = (dir / "g.repro").string();
   save_repro(r, path);
   EXPECT_NE(load_repro(path).gpu, "");
-  cli_test::CliResult out = cli_test::shell("kiln repro run " + path);
+  cli_test::CliResult out = cli_test::shell(kiln + " repro run " + path);
   EXPECT_EQ(out.exit_code, 0) << out.output;
   EXPECT_NE(out.output.find("note: this repro was recorded on cuda:0 NVIDIA Imaginary 9000 (sm_120)"), std::string::npos)
       << out.output;

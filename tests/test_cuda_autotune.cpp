@@ -197,18 +197,12 @@ TEST(CudaGpuAutotune, TunedProgramsEqualTheInterpreterAndTheChoicesAreCached) {
   std::filesystem::remove_all(dir);
 }
 
-// The kiln CLI: this build's, or in a bundle on the device machine the one ci/gpu-test.sh names.
-std::string kiln_command() {
-  if (std::filesystem::exists(KILN_CLI)) return "kiln";
-  const char* bundled = std::getenv("GPU_TEST_KILN");
-  return bundled && *bundled ? fmt::format("'{}'", bundled) : "";
-}
 
 class CudaGpuAutotuneCli : public cli_test::CliTest {};
 
 TEST_F(CudaGpuAutotuneCli, RunLogsCandidatesTimesAndTheChoiceThenTheCache) {
   SKIP_WITHOUT_GPU();
-  const std::string kiln = kiln_command();
+  const std::string kiln = cli_test::kiln_command();
   if (kiln.empty()) GTEST_SKIP() << "no kiln CLI: not at " << KILN_CLI << " and GPU_TEST_KILN is not set";
   const std::string g = file("s.kir", kSoftmax);
   const std::string env = "KILN_CACHE_DIR='" + path("cache") + "' KILN_LOGS=autotune ";

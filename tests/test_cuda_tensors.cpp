@@ -358,17 +358,11 @@ TEST(CompileModes, ReduceOverheadNamesTheStepThatCannotBeRecorded) {
   EXPECT_EQ(compile_error(relu_graph(), cuda_reduce_overhead()), "") << "a program of kernels only is recorded";
 }
 
-// The kiln CLI: this build's, or in a bundle on the device machine the one ci/gpu-test.sh names.
-std::string kiln_command() {
-  if (std::filesystem::exists(KILN_CLI)) return "kiln";
-  const char* bundled = std::getenv("GPU_TEST_KILN");
-  return bundled && *bundled ? fmt::format("'{}'", bundled) : "";
-}
 
 class CompileModesCli : public cli_test::CliTest {};
 
 TEST_F(CompileModesCli, RunModeFlagIsCheckedAndWired) {
-  const std::string kiln = kiln_command();
+  const std::string kiln = cli_test::kiln_command();
   if (kiln.empty()) GTEST_SKIP() << "no kiln CLI: not at " << KILN_CLI << " and GPU_TEST_KILN is not set";
   const std::string g = file("r.kir", "graph r(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
   cli_test::CliResult r = cli_test::shell(kiln + " run " + g + " --backend inductor --mode reduce-overhead");
@@ -557,7 +551,7 @@ class CudaTensorsGpuCli : public cli_test::CliTest {};
 
 TEST_F(CudaTensorsGpuCli, KilnRunChecksAGraphOfCudaValues) {
   SKIP_WITHOUT_GPU();
-  const std::string kiln = kiln_command();
+  const std::string kiln = cli_test::kiln_command();
   if (kiln.empty()) GTEST_SKIP() << "no kiln CLI: not at " << KILN_CLI << " and GPU_TEST_KILN is not set";
   const std::string g = file("c.kir", kCudaGraph);
   for (const char* args : {"", " --backend inductor_cuda", " --backend inductor_cuda --mode reduce-overhead"}) {
