@@ -3,6 +3,7 @@
 #include "eager/device_copy.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 
 #include "backends/cuda/autotune.h"
@@ -122,20 +123,11 @@ class Kernels final : public CudaKernels {
     std::string why;
     const Driver* d = driver(&why);
     if (!d) fail("CUDA backend: cannot run kernel {}: {}", e.name, why);
-    std::vector<DeviceBlock> blocks;
-    std::vector<CUdeviceptr> ptrs;
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      const auto [first, last] = e.code.spans[i];
-      const int64_t esize = element_size(i, e);
-      if (first > last) {
-        ptrs.push_back(0);
-        continue;
-      }
-      const size_t bytes = size_t(last - first + 1) * size_t(esize);
-      blocks.emplace_back(bytes);
-      check(d->memcpy_htod(blocks.back().ptr, buffers[i] + first * esize, bytes), "cuMemcpyHtoD");
-      ptrs.push_back(blocks.back().ptr - CUdeviceptr(first * esize));
-    }
+    const SpanBlocks staged = span_blocks(e, [&](size_t i, CUdeviceptr block, size_t offset, size_t bytes) {
+      check(d->memcpy_htod(block, buffers[i] + offset, bytes), "cuMemcpyHtoD");
+    });
+    const std::vector<DeviceBlock>& blocks = staged.blocks;
+    const std::vector<CUdeviceptr>& ptrs = staged.ptrs;
     DeviceBlock status(sizeof(int32_t));
     check(d->memset_d8(status.ptr, 0, sizeof(int32_t)), "cuMemsetD8");
     launch_on_device(kernel, ptrs, status.ptr, nullptr);
@@ -157,6 +149,30 @@ class Kernels final : public CudaKernels {
 
   std::vector<int64_t> element_sizes;  // per buffer of the lowered graph
   int64_t element_size(size_t arg, const Entry& e) const { return element_sizes[size_t(e.args[arg])]; }
+
+  // A device block per argument of kernel `e` holding the span of it the kernel touches (none for an argument it
+  // never touches), filled by `fill(arg, block, byte offset of the span, bytes)`, and the pointers the kernel
+  // takes: each block's address moved back by its span's offset (0 for an untouched argument).
+  struct SpanBlocks {
+    std::vector<DeviceBlock> blocks;  // one per touched argument, in argument order
+    std::vector<CUdeviceptr> ptrs;    // one per argument
+  };
+  SpanBlocks span_blocks(const Entry& e, const std::function<void(size_t, CUdeviceptr, size_t, size_t)>& fill) const {
+    SpanBlocks out;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const auto [first, last] = e.code.spans[i];
+      if (first > last) {
+        out.ptrs.push_back(0);
+        continue;
+      }
+      const int64_t esize = element_size(i, e);
+      const size_t offset = size_t(first * esize), bytes = size_t(last - first + 1) * size_t(esize);
+      out.blocks.emplace_back(bytes);
+      fill(i, out.blocks.back().ptr, offset, bytes);
+      out.ptrs.push_back(out.blocks.back().ptr - CUdeviceptr(offset));
+    }
+    return out;
+  }
 
  private:
   // One workspace a kernel: launches of a kernel on one stream (a program's) run in order, so they share it.
@@ -201,21 +217,11 @@ class Kernels final : public CudaKernels {
     std::lock_guard lock(tune_mutex);
     if (e.chosen >= 0) return e.chosen;
     check(d.ctx_synchronize(), "the work before max-autotune's timing (cuCtxSynchronize)");
-    std::vector<DeviceBlock> blocks;
-    std::vector<CUdeviceptr> ptrs;
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      const auto [first, last] = e.code.spans[i];
-      const int64_t esize = element_size(i, e);
-      if (first > last) {
-        ptrs.push_back(0);
-        continue;
-      }
-      const size_t bytes = size_t(last - first + 1) * size_t(esize);
-      blocks.emplace_back(bytes);
-      if (real) check(d.memcpy_dtod(blocks.back().ptr, (*real)[i] + CUdeviceptr(first * esize), bytes), "cuMemcpyDtoD");
-      else check(d.memset_d8(blocks.back().ptr, 0, bytes), "cuMemsetD8");
-      ptrs.push_back(blocks.back().ptr - CUdeviceptr(first * esize));
-    }
+    const SpanBlocks scratch = span_blocks(e, [&](size_t i, CUdeviceptr block, size_t offset, size_t bytes) {
+      if (real) check(d.memcpy_dtod(block, (*real)[i] + CUdeviceptr(offset), bytes), "cuMemcpyDtoD");
+      else check(d.memset_d8(block, 0, bytes), "cuMemsetD8");
+    });
+    const std::vector<CUdeviceptr>& ptrs = scratch.ptrs;
     DeviceBlock status(sizeof(int32_t));
     check(d.memset_d8(status.ptr, 0, sizeof(int32_t)), "cuMemsetD8");
     std::vector<std::unique_ptr<DeviceBlock>> workspaces(e.candidates.size());
