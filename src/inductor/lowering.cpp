@@ -605,10 +605,10 @@ Decision Lowerer::lower_view(const Node& n, const OpCall& mc, const LoweringRow&
       // A permuted view reduced along its strided innermost dim more than once (a channels-first tensor's layer
       // norm over channels): copy it to a contiguous buffer once, so every reduction and every later read runs
       // over contiguous rows (eager's layer_norm makes its input contiguous too). One reduction alone is left
-      // strided: the copy would cost what it saves.
+      // strided: the copy would cost what it saves. A view that is a graph output stays a view (of its input).
       const int64_t inner_stride = strides.empty() ? 1 : strides.back();
       if (!out_sizes.empty() && out_sizes.back() > 1 && inner_stride != 1 && inner_stride != 0 &&
-          shape_numel(out_sizes) >= kColumnCopyMinElements) {
+          shape_numel(out_sizes) >= kColumnCopyMinElements && !is_output_[size_t(n.outputs[0])]) {
         const int reductions = column_reductions_of(n.outputs[0]);
         if (reductions >= 2 && should_run("inductor", "contiguous_copy", [&] { return fmt::format("%{}", name(n.outputs[0])); })) {
           vals_[size_t(n.outputs[0])] = pending_value(out_sizes, lv.dtype, result.load);
