@@ -21,7 +21,6 @@ findings="$dir/findings"
 mkdir -p "$findings"
 export OMP_NUM_THREADS=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export KMP_AFFINITY=disabled  # libomp's affinity setup before main: a rare SIGBUS at start-up (ci/test.sh)
 fuzz() {  # target, seconds
   mkdir -p "$dir/corpus-$1"
   local dict=(); [[ -f "fuzz/$1.dict" ]] && dict=(-dict="fuzz/$1.dict")

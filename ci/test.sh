@@ -21,13 +21,7 @@ if [[ ${1:-} == --sanitize ]]; then
   # allow_user_segv_handler: the isolated runner's child restores the default SIGSEGV action so a crash is a
   # signal, not an ASan report. detect_leaks=1: a leak fails its test (forked children end with _exit and are
   # not checked; tests/test_autograd_cycles.cpp checks autograd's histories without the sanitizer too).
-  # KMP_AFFINITY=disabled: the sanitized tree is built by clang against LLVM's libomp, which OpenBLAS's constructor
-  # starts before main (gotoblas_init -> omp_get_num_places). Its affinity/topology setup then formatted a
-  # string that ran past the end of a mapping: one process start in ~1500 died with SIGBUS in vsnprintf's strlen
-  # before any test ran (2 of 3000 `build-asan/kiln --help` runs, 0 of 6000 with the setting; 2026-11-28). kiln
-  # binds no threads to cores, so nothing is lost; the GCC build uses GNU's libgomp and never took this path.
   export ASAN_OPTIONS=detect_leaks=1:allow_user_segv_handler=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-  export KMP_AFFINITY=disabled
   ctest_or_explain build-asan
 else
   bash ci/build.sh build -DKILN_BUILD_BENCH=OFF  # the benchmarks are not tests; bench/ builds them (ON by default)
