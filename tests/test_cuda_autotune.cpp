@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cuda_testing.h"
 #include "backends/cuda/autotune.h"
 #include "backends/cuda/backend.h"
 #include "backends/cuda/driver.h"
@@ -26,14 +27,7 @@
 namespace kiln {
 namespace {
 
-CompileOptions autotune_options(const std::string& mode = "max-autotune") {
-  CompileOptions o;
-  o.device = "cuda";
-  o.backend = "inductor_cuda";
-  o.mode = mode;
-  o.use_graph_cache = false;
-  return o;
-}
+CompileOptions autotune_options(const std::string& mode = "max-autotune") { return cuda_compile_options(mode); }
 
 graph::Graph parse(const std::string& text) { return graph::parse_graph(text, "autotune.kir"); }
 

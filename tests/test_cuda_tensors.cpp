@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda_testing.h"
 #include "backends/cuda/device_memory.h"
 #include "capture/capture.h"
 #include "backends/cuda/driver.h"
@@ -395,14 +396,7 @@ TEST_F(CompileModesCli, RunModeFlagIsCheckedAndWired) {
     if (!cuda::device_available(&why)) GTEST_SKIP() << "needs a CUDA device: " << why;  \
   } while (0)
 
-CompileOptions cuda_compile(const std::string& mode = "default") {
-  CompileOptions o;
-  o.device = "cuda";
-  o.backend = "inductor_cuda";
-  o.mode = mode;
-  o.use_graph_cache = false;
-  return o;
-}
+CompileOptions cuda_compile(const std::string& mode = "default") { return cuda_compile_options(mode); }
 
 std::vector<Tensor> on(Device d, const std::vector<Tensor>& ts) {
   std::vector<Tensor> out;
