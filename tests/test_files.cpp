@@ -8,6 +8,7 @@
 
 #include "cli_run.h"
 #include <rapidcheck/gtest.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -548,4 +549,67 @@ TEST_F(Files, ReproInputHashesOldAndNew) {
     EXPECT_EQ(changed.exit_code, 2) << changed.output;
     EXPECT_TRUE(has(changed.output, "the inputs changed since the repro was written")) << changed.output;
   }
+}
+
+// The kernel disk cache holds machine code the process runs, so a directory another user could write is never
+// read (issue: any local user could plant KEY.o and KEY.meta in the old /tmp fallback and have it run).
+TEST_F(Files, ACacheDirectoryOthersCanWriteIsNeverRead) {
+  std::string g = file("g.kir", kRelu);
+  const fs::path cache = dir_ / "cache";
+  const std::string env = "KILN_LOGS=cache KILN_CACHE_DIR=" + cache.string();
+  ASSERT_EQ(run_kiln("run --backend inductor --seed 1 " + g, env).exit_code, 0);
+  auto entries = cache_entries(cache);
+  ASSERT_EQ(entries.size(), 1u);
+  cli_test::CliResult trusted = run_kiln("run --backend inductor --seed 1 " + g, env);
+  ASSERT_TRUE(has(trusted.output, "disk hit")) << trusted.output;
+  const fs::path kernels = entries[0].first.parent_path();
+  fs::permissions(kernels, fs::perms::all);  // mode 0777: anyone may plant an entry here
+  cli_test::CliResult planted = run_kiln("run --backend inductor --seed 1 " + g, env);
+  EXPECT_EQ(planted.exit_code, 0) << planted.output;
+  EXPECT_FALSE(has(planted.output, "disk hit")) << planted.output;
+  EXPECT_TRUE(has(planted.output, "kiln: warning: the kernel disk cache is off for this process")) << planted.output;
+  EXPECT_TRUE(has(planted.output, "is writable by other users (mode 0777)")) << planted.output;
+  // A world-writable directory above the cache, without the sticky bit, is refused the same way.
+  fs::permissions(kernels, fs::perms::owner_all);
+  fs::permissions(cache, fs::perms::all);
+  cli_test::CliResult parent = run_kiln("run --backend inductor --seed 1 " + g, env);
+  EXPECT_FALSE(has(parent.output, "disk hit")) << parent.output;
+  EXPECT_TRUE(has(parent.output, cache.string() + " is writable by other users")) << parent.output;
+  // Sticky and world-writable above (as /tmp is): trusted, since no one else can rename the user's entries.
+  fs::permissions(cache, fs::perms::all | fs::perms::sticky_bit);
+  EXPECT_TRUE(has(run_kiln("run --backend inductor --seed 1 " + g, env).output, "disk hit"));
+}
+
+TEST_F(Files, ACacheDirectoryOrEntryOfAnotherUserIsNeverRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+  std::string g = file("g.kir", kRelu);
+  const fs::path cache = dir_ / "cache";
+  const std::string env = "KILN_LOGS=cache KILN_CACHE_DIR=" + cache.string();
+  ASSERT_EQ(run_kiln("run --backend inductor --seed 1 " + g, env).exit_code, 0);
+  auto entries = cache_entries(cache);
+  ASSERT_EQ(entries.size(), 1u);
+  ASSERT_EQ(::chown(entries[0].first.c_str(), 65534, 65534), 0);  // the object: nobody's
+  cli_test::CliResult object = run_kiln("run --backend inductor --seed 1 " + g, env);
+  EXPECT_FALSE(has(object.output, "disk hit")) << object.output;
+  EXPECT_TRUE(has(object.output, "belongs to another user (uid 65534)")) << object.output;
+  EXPECT_TRUE(fs::exists(entries[0].first));  // not deleted either: it is not this user's
+  ASSERT_EQ(::chown(entries[0].first.c_str(), 0, 0), 0);
+  ASSERT_EQ(::chown(cache.c_str(), 65534, 65534), 0);  // the cache root: nobody's
+  cli_test::CliResult root = run_kiln("run --backend inductor --seed 1 " + g, env);
+  EXPECT_FALSE(has(root.output, "disk hit")) << root.output;
+  EXPECT_TRUE(has(root.output, cache.string() + " belongs to another user (uid 65534)")) << root.output;
+}
+
+// Without HOME, XDG_CACHE_HOME and KILN_CACHE_DIR (cron, systemd units, containers) the cache is never the shared
+// /tmp/kiln-cache: it is the passwd entry's home, or off.
+TEST_F(Files, WithoutHomeTheCacheIsNeverASharedPath) {
+  std::string g = file("g.kir", kRelu);
+  cli_test::CliResult r =
+      run_kiln("run --backend inductor " + g, "env -u HOME -u XDG_CACHE_HOME -u KILN_CACHE_DIR KILN_LOGS=cache");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has(r.output, "/tmp/kiln-cache")) << r.output;
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found)
+    EXPECT_TRUE(has(r.output, std::string(found->pw_dir) + "/.cache/kiln/")) << r.output;
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <set>
@@ -566,15 +567,31 @@ TEST(LinalgMm, ErrorsNameBothShapes) {
 // build, whose own pool of one thread a core spins after each call and takes the cores of the kernels that
 // follow (a compiled MLP on 16 cores: 40-64 ms instead of about 10). A process that has run parallel OpenMP loops
 // and then large GEMMs holds no more threads than before them.
+// One OpenMP runtime in the process: GNU's libgomp, which OpenBLAS links. LLVM's libomp beside it was started by
+// OpenBLAS's constructor before main and crashed about one process start in 1500 (CMakeLists.txt).
+TEST(LinalgMm, OneOpenMPRuntimeIsLoaded) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line, runtimes;
+  bool gomp = false, omp = false;
+  while (std::getline(maps, line)) {
+    if (line.find("libgomp.so") != std::string::npos) gomp = true;
+    if (line.find("libomp.so") != std::string::npos || line.find("libiomp5") != std::string::npos) omp = true;
+  }
+  EXPECT_TRUE(gomp) << "libgomp is not loaded";
+  EXPECT_FALSE(omp) << "LLVM's or Intel's OpenMP runtime is loaded beside libgomp";
+}
+
 TEST(LinalgMm, RunsOnTheOpenMPTeamWithNoThreadPoolOfItsOwn) {
   EXPECT_EQ(openblas_get_parallel(), 2) << "OpenBLAS build: " << openblas_get_config();
   EXPECT_NE(blas_description().find("USE_OPENMP"), std::string::npos) << blas_description();
   auto threads = [] {
     return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator());
   };
-  (void)sum(randn_f64({1024, 1024}, 31));  // a parallel loop: the OpenMP team exists from here on
-  const auto before = threads();
+  // A parallel loop and a first product: the OpenMP team exists from here on (in the sanitized tree kiln's own
+  // loops are serial, CMakeLists.txt, and the first GEMM starts the team).
+  (void)sum(randn_f64({1024, 1024}, 31));
   Tensor a = randn_f64({256, 256}, 30), a32 = to(a, DType::F32), c = mm(a32, a32);
+  const auto before = threads();
   for (int i = 0; i < 3; ++i) c = mm(c, a32);
   (void)mm(a, a);
   EXPECT_EQ(threads(), before) << "a matrix product started threads of its own";

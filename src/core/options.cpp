@@ -98,7 +98,8 @@ const std::vector<OptionSpec> kTable = {
      ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang, vjp)",
      inject_entry},
     {Opt::CacheDir, "KILN_CACHE_DIR", OptType::String, "", "",
-     "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln (or ~/.cache/kiln)."},
+     "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln, else ~/.cache/kiln (never a shared path); used only "
+     "when no other user can write it or a directory above it (docs/inductor.md, Kernel cache trust)."},
     {Opt::CacheSizeLimit, "KILN_CACHE_SIZE_LIMIT", OptType::Bytes, "1G", "",
      "Size limit of the kernel cache in bytes (suffixes K, M, G); least recently used entries are evicted "
      "beyond it."},

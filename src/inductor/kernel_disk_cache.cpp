@@ -1,14 +1,20 @@
 // The kernel disk cache's files (kernel_disk_cache.h), shared by the CPU JIT and the CUDA backend.
 #include "inductor/kernel_disk_cache.h"
 
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -90,22 +96,108 @@ std::variant<std::string, std::string> read_entry(const fs::path& object_file, c
 KernelDiskCache::KernelDiskCache(std::string subdirectory, std::string extension)
     : subdirectory_(std::move(subdirectory)), extension_(std::move(extension)) {}
 
-fs::path KernelDiskCache::directory() const {
+namespace {
+
+// The root of kiln's caches (see Trust in the header), or empty with the reason there is none.
+fs::path cache_root(std::string& why_none) {
   std::string dir = opt_string(Opt::CacheDir);
-  if (dir.empty()) {
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) dir = std::string(xdg) + "/kiln";
-    else if (const char* home = std::getenv("HOME"); home && *home) dir = std::string(home) + "/.cache/kiln";
-    else dir = "/tmp/kiln-cache";
-  }
-  return fs::path(dir) / subdirectory_;
+  if (!dir.empty()) return fs::absolute(dir);
+  // XDG: a relative $XDG_CACHE_HOME is invalid and ignored.
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return fs::path(xdg) / "kiln";
+  if (const char* home = std::getenv("HOME"); home && *home == '/') return fs::path(home) / ".cache" / "kiln";
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_dir &&
+      found->pw_dir[0] == '/')
+    return fs::path(found->pw_dir) / ".cache" / "kiln";
+  why_none = "none of KILN_CACHE_DIR, XDG_CACHE_HOME and HOME is set and this user has no home directory";
+  return {};
 }
 
-fs::path KernelDiskCache::object_path(const std::string& key) const { return directory() / (key + extension_); }
+// Why another user could place or replace files in `dir` (the directory that holds entries), or nullopt when no
+// one but this user (or root) can. Checked on the canonical path, so a symbolic link is judged by its target.
+std::optional<std::string> writable_by_others(const fs::path& dir) {
+  std::error_code ec;
+  fs::path existing = dir;  // the deepest part of the path that exists (store() creates the rest, mode 0700)
+  while (!fs::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+  fs::path real = fs::canonical(existing, ec);
+  if (ec) return fmt::format("{} cannot be resolved ({})", existing.string(), ec.message());
+  const uid_t me = geteuid();
+  for (fs::path p = real;; p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) return fmt::format("{} cannot be examined ({})", p.string(), std::strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", p.string());
+    if (st.st_uid != me && st.st_uid != 0)
+      return fmt::format("{} belongs to another user (uid {}); use a directory of your own (KILN_CACHE_DIR)",
+                         p.string(), st.st_uid);
+    // Group or others may write an ancestor only when its sticky bit stops them renaming this user's entries
+    // (/tmp); the directory holding the entries itself must be writable by no one else.
+    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+    const bool holds_entries = p == real && existing == dir;
+    if (others_write && (holds_entries || !(st.st_mode & S_ISVTX)))
+      return fmt::format("{} is writable by other users (mode {:04o}); run chmod go-w on it", p.string(),
+                         st.st_mode & 07777);
+    if (!p.has_relative_path()) return std::nullopt;
+  }
+}
+
+// Whether `file` (an entry's object or .meta, if present) is a regular file of this user's or root's.
+std::optional<std::string> untrusted_entry_file(const fs::path& file) {
+  struct stat st;
+  if (::lstat(file.c_str(), &st) != 0) return std::nullopt;  // absent: read_entry says so
+  if (!S_ISREG(st.st_mode)) return fmt::format("{} is not a regular file", file.string());
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return fmt::format("{} belongs to another user (uid {})", file.string(), st.st_uid);
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return fmt::format("{} is writable by other users", file.string());
+  return std::nullopt;
+}
+
+// Creates `dir` and the missing directories above it, each with mode 0700 (the cache is private to its user).
+void create_private_directory(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  if (dir.has_relative_path() && dir.parent_path() != dir) create_private_directory(dir.parent_path());
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    fail("{}: cannot create the cache directory ({})", dir.string(), std::strerror(errno));
+}
+
+}  // namespace
+
+std::optional<fs::path> KernelDiskCache::directory() const {
+  std::string why;
+  fs::path root = cache_root(why);
+  std::optional<fs::path> dir;
+  if (!root.empty()) {
+    dir = root / subdirectory_;
+    if (std::optional<std::string> unsafe = writable_by_others(*dir)) why = *unsafe, dir.reset();
+  }
+  if (!dir) {
+    // Said once per process and directory: the disk cache is off, the in-memory cache still serves.
+    static std::mutex mutex;
+    static std::set<std::string> warned;
+    std::lock_guard lock(mutex);
+    if (warned.insert(why).second)
+      std::fprintf(stderr, "kiln: warning: the kernel disk cache is off for this process: %s\n", why.c_str());
+    KILN_LOG(LogChannel::Cache, "no disk cache: {}", why);
+  }
+  return dir;
+}
+
+fs::path KernelDiskCache::object_path(const fs::path& dir, const std::string& key) const {
+  return dir / (key + extension_);
+}
 
 std::optional<std::string> KernelDiskCache::find(const std::string& key, const std::string& key_material) const {
-  const fs::path file = object_path(key), meta_file = directory() / (key + ".meta");
+  const std::optional<fs::path> dir = directory();
+  if (!dir) return std::nullopt;
+  const fs::path file = object_path(*dir, key), meta_file = *dir / (key + ".meta");
   std::error_code ec;
   if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) return std::nullopt;
+  for (const fs::path& f : {file, meta_file})
+    if (std::optional<std::string> why = untrusted_entry_file(f)) {
+      KILN_LOG(LogChannel::Cache, "not using the cache entry {}: {}", file.string(), *why);
+      return std::nullopt;  // not ours to delete either
+    }
   auto entry = read_entry(file, meta_file, key_material);
   if (entry.index() != 0) {
     discard(key, std::get<1>(entry));
@@ -117,9 +209,11 @@ std::optional<std::string> KernelDiskCache::find(const std::string& key, const s
 }
 
 void KernelDiskCache::discard(const std::string& key, const std::string& why) const {
+  const std::optional<fs::path> dir = directory();
+  if (!dir) return;
   std::error_code ec;
-  const fs::path file = object_path(key);
-  fs::remove(directory() / (key + ".meta"), ec);
+  const fs::path file = object_path(*dir, key);
+  fs::remove(*dir / (key + ".meta"), ec);
   fs::remove(file, ec);
   KILN_LOG(LogChannel::Cache, "discarding the cache entry {}: {}; rebuilding it", file.string(), why);
 }
@@ -127,9 +221,12 @@ void KernelDiskCache::discard(const std::string& key, const std::string& why) co
 // The object first, then the .meta that makes it an entry; each written atomically (files.h).
 void KernelDiskCache::store(const std::string& key, const std::string& key_material, const std::string& object,
                             const std::string& what) const {
-  const fs::path dir = directory(), file = object_path(key);
+  const std::optional<fs::path> trusted = directory();
+  if (!trusted) return;
+  const fs::path& dir = *trusted;
+  const fs::path file = object_path(dir, key);
   try {
-    create_output_directory(dir.string());
+    create_private_directory(dir);
     write_file_atomic(file.string(), object);
     const std::string meta = entry_meta(key_material, object);
     write_file_atomic((dir / (key + ".meta")).string(), meta);

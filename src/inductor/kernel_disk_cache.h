@@ -3,6 +3,13 @@
 // so concurrent processes can share it, kept under KILN_CACHE_SIZE_LIMIT by least-recently-used eviction.
 // Backends derive the key (a SHA-256 of the key material: the kernel's text, the target, versions) and keep
 // their own in-memory index; the file format, verification and eviction are here, in one place.
+//
+// Trust: a cache entry is machine code the process runs, so the cache is used only in a directory no other user
+// can write. The root is KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln, else the passwd
+// entry's home directory/.cache/kiln; never a shared path such as /tmp. The directory and every directory above
+// it must be owned by this user or root and writable by no one else (a sticky directory such as /tmp may stand
+// above it, as ssh and git allow), and each entry file must be a regular file owned by this user or root;
+// otherwise the disk cache is off for the process, with one warning naming the directory and the fix.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -16,8 +23,9 @@ class KernelDiskCache {
   // Entries live in <cache root>/`subdirectory` ("kernels-v24") as KEY`extension` (".o", ".cubin") + KEY.meta.
   KernelDiskCache(std::string subdirectory, std::string extension);
 
-  std::filesystem::path directory() const;  // KILN_CACHE_DIR, read when asked (tests change it)
-  std::filesystem::path object_path(const std::string& key) const;
+  // The cache directory (read when asked: tests change KILN_CACHE_DIR), or nullopt when there is none this
+  // process may trust (no root found, or one another user could write: see Trust above).
+  std::optional<std::filesystem::path> directory() const;
 
   // The object stored under `key` for exactly `key_material`, verified (size, SHA-256, no collision), or nullopt
   // when there is none; an unusable entry is discarded with its reason on KILN_LOGS=cache. A hit refreshes the
@@ -32,6 +40,7 @@ class KernelDiskCache {
 
  private:
   std::string subdirectory_, extension_;
+  std::filesystem::path object_path(const std::filesystem::path& dir, const std::string& key) const;
   int64_t evict(const std::filesystem::path& dir) const;  // returns the bytes of kiln's entries left
   void account_stored_entry(const std::filesystem::path& dir, int64_t bytes) const;
   bool is_abandoned_temp_file(const std::filesystem::path& p) const;

@@ -1,0 +1,16 @@
+# Sourced by the CI scripts: `tally PASSED FAILED WHAT` adds one line to the file $KILN_CI_TALLY names (set by
+# .ci/run, which sums the lines into its closing `ci: N passed, M failed`); without it, only prints the line.
+# ctest_tally DIR LOG: the counts of ctest's own summary line in LOG ("97% tests passed, 3 tests failed out of
+# 100"), or one failure when ctest printed none (it could not run the tests at all).
+tally() {
+  echo "tally: $1 passed, $2 failed: $3"
+  if [[ -n ${KILN_CI_TALLY:-} ]]; then printf '%s %s %s\n' "$1" "$2" "$3" >> "$KILN_CI_TALLY"; fi
+}
+ctest_tally() {
+  local line total failed
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$2" | tail -n 1 || true)
+  if [[ -z $line ]]; then tally 0 1 "ctest in $1 printed no summary"; return; fi
+  total=${line##* out of }
+  failed=$(sed -E 's/^[0-9]+% tests passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+  tally $((total - failed)) "$failed" "ctest in $1"
+}
