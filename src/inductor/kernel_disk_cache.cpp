@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/log.h"
@@ -177,7 +178,8 @@ std::optional<fs::path> KernelDiskCache::directory() const {
     static std::set<std::string> warned;
     std::lock_guard lock(mutex);
     if (warned.insert(why).second)
-      std::fprintf(stderr, "kiln: warning: the kernel disk cache is off for this process: %s\n", why.c_str());
+      std::fprintf(stderr, "kiln: warning: the kernel disk cache is off for this process: %s\n",
+                   terminal_safe(why).c_str());
     KILN_LOG(LogChannel::Cache, "no disk cache: {}", why);
   }
   return dir;
