@@ -2,7 +2,7 @@
 # Installs every Debian package kiln needs to build, test and benchmark (idempotent: a no-op when present).
 set -euo pipefail
 packages=(build-essential cmake ninja-build git pkg-config
-          llvm-19-dev clang-19 libclang-rt-19-dev libomp-19-dev
+          llvm-19-dev clang-19 libclang-rt-19-dev libomp-19-dev  # libomp-19-dev: only the omp.h clang reads (CMakeLists.txt)
           libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
           libopenblas-openmp-dev libdnnl-dev libcli11-dev nlohmann-json3-dev libboost-graph-dev libminizip-dev python3 python3-numpy
           python3-torch chromium)  # python3-torch (PyTorch 1.13): the tests run the scripts `--emit torch`
