@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "aot/partition_impl.h"
+#include "core/fired.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -221,6 +222,7 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
 // KILN_INJECT=partition:accuracy (the wrong partition of the tools' tests): the min-cut partitioner's backward
 // computes the first floating value it recomputes as value + 1. Nothing changes unless asked for.
 bool wrong_partition_injected(std::string_view partitioner) {
+  note_settings_read();
   if (partitioner != "min-cut") return false;
   for (const std::string& e : opt_list(Opt::Inject))
     if (e == "partition:accuracy") return true;
@@ -228,6 +230,7 @@ bool wrong_partition_injected(std::string_view partitioner) {
 }
 
 void recompute_wrongly(ValueId id, graph::GraphCloner& c) {
+  note_injection_fired("partition", "accuracy");
   const TensorMeta& meta = c.src().value(id).meta;
   ValueId one = c.out().add_constant(c.out().fresh_name("injected_one"), full(IntList{}, Scalar(int64_t(1)), meta.dtype));
   c.map(id, c.out().add_op1(OpId::add, {graph::TensorArg{c[id]}, graph::TensorArg{one}, Scalar(int64_t(1))},
