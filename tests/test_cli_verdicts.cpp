@@ -5,7 +5,9 @@
 // stays a file name in every printed line; bisect takes repro files; injections and bisection settings that never
 // fire say so once per run; a crash under KILN_REPRO_LEVEL=3 says what crashed and how to re-run it.
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <future>
 #include <set>
@@ -16,6 +18,7 @@
 #include "core/options.h"
 #include "graph/text.h"
 #include "inductor/compile.h"
+#include "repro/command.h"
 
 namespace kiln::cli_test {
 namespace {
@@ -266,6 +269,38 @@ TEST_F(CliVerdicts, TwoFailuresOfOneGraphAreTwoReproFiles) {
     if (std::regex_match(e.path().filename().string(), std::regex(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)")))
       repros.insert(e.path().filename().string());
   EXPECT_EQ(repros.size(), 2u) << "the second failure overwrote the first";
+}
+
+// The words `sh -c` reads from a reproduce line (with `kiln` swapped for a printf of its arguments) are exactly the
+// file and directory the line names, whatever they hold: quotes, `$(...)`, backticks, spaces, newlines.
+std::vector<std::string> words_of(const std::string& line) {
+  const size_t at = line.find("kiln ");
+  std::string cmd = line.substr(0, at) + "printf '%s\\0' " + line.substr(at + 5);
+  std::string quoted = "'";
+  for (char c : cmd) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  FILE* p = popen(("sh -c " + quoted + "'").c_str(), "r");
+  std::string out;
+  char buf[256];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  std::vector<std::string> words;
+  for (size_t start = 0, end; (end = out.find('\0', start)) != std::string::npos; start = end + 1)
+    words.push_back(out.substr(start, end - start));
+  return words;
+}
+
+RC_GTEST_PROP(ReproduceCommand, ShellReadsBackTheFileAndInputsAsGiven, (std::string file, std::string dir)) {
+  for (std::string* s : {&file, &dir}) s->erase(std::remove(s->begin(), s->end(), '\0'), s->end());
+  RC_PRE(!file.empty() && !dir.empty());
+  RunLine l;
+  l.file = file;
+  l.backend = "inductor";
+  l.inputs_dir = dir;
+  l.tolerance = 0.001;
+  l.gradients = true;
+  const std::vector<std::string> want = {"run", file, "--backend", "inductor", "--inputs", dir, "--tol", "0.001",
+                                         "--check", "--grad"};
+  RC_ASSERT(words_of(reproduce_command(l)) == want);
 }
 
 // KILN_BISECT_* keeps the in-process graph cache, keyed by the setting: a second compile under the same setting
