@@ -1,7 +1,8 @@
-// `kiln bisect G.kir [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T] [--timeout S]
+// `kiln bisect G [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T] [--timeout S]
 // [-o REPORT] [-q]` and `kiln bisect --cmd "CMD" [...]`: the first failing backend stage, subsystem and
-// application, and the first diverging node (bisect/bisect.h, docs/bisect.md). Exit 0 when it passes, 1 when it
-// fails (bisected, unexplained or nondeterministic), 2 for bad input.
+// application, and the first diverging node (bisect/bisect.h, docs/bisect.md). G is a .kir graph or a repro file.
+// Exit 0 when it passes, 1 when it fails (bisected, unexplained, nondeterministic, or failing in another way than
+// --accuracy / --error asks about), 2 for bad input.
 #include "tools/cmd_bisect.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
-// `kiln verify`, `kiln fmt` and `kiln run`: check, canonicalise and execute .kir graphs. Errors in the file
-// or its inputs are kiln::Errors (kiln.cpp prints them and exits 2); `run --check` exits 1 when the outputs
-// disagree with the fp64 reference.
+// `kiln verify`, `kiln fmt` and `kiln run`: check, canonicalise and execute .kir graphs (`run` also a repro file's
+// graph, with its inputs and configuration). Errors in the file or its inputs are kiln::Errors (kiln.cpp prints
+// them and exits 2); `run --check` exits 1 when the outputs disagree with the fp64 reference (within --tol).
 #include "tools/cmd_graph.h"
 
 #include <fmt/format.h>

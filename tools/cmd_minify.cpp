@@ -1,4 +1,4 @@
-// `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--check-str S] [-j N] [--timeout S] [-o OUT]
+// `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--grad] [--check-str S] [-j N] [--timeout S] [-o OUT]
 // [--resume] [--emit cpp|torch] [--inputs DIR | --seed N] [--tol T] [--budget MB]`. G is a .kir graph or a
 // repro file (whose backend, configuration, inputs and tolerance are then the defaults). Exit 0 with a
 // re-verified repro, 2 for bad input (including a graph that does not fail), 3 when the result could not be
