@@ -238,6 +238,22 @@ TEST_F(CliVerdicts, SettingsThatNeverFireSaySoOncePerRun) {
   EXPECT_FALSE(contains(nothing_read.output, "warning")) << nothing_read.output;
 }
 
+// docs/bisect.md, Training: a wrong min-cut partition is the aot_eager_decomp_partition rung's on the examples it can
+// show on (mlp's first recomputed value alone vanishes from its gradients), and says it never fired on conv_block,
+// whose min-cut partition recomputes nothing.
+TEST_F(CliVerdicts, AWrongPartitionIsTheMinCutRungsOnTheExamples) {
+  auto mlp = std::async(std::launch::async, [] {
+    return kiln_cli("bisect -q " + source_path("examples/mlp.kir").string(), "KILN_INJECT=partition:accuracy");
+  });
+  CliResult conv = kiln_cli("bisect -q " + source_path("examples/conv_block.kir").string(), "KILN_INJECT=partition:accuracy");
+  CliResult m = mlp.get();
+  EXPECT_EQ(m.exit_code, 1) << m.output;
+  EXPECT_TRUE(contains(m.output, "ladder:      eager passes, aot_eager passes, aot_eager_decomp_partition FAILS (accuracy)"))
+      << m.output;
+  EXPECT_EQ(conv.exit_code, 0) << conv.output;
+  EXPECT_EQ(count(conv.output, "KILN_INJECT=partition:accuracy never fired in this run"), 1u) << conv.output;
+}
+
 TEST_F(CliVerdicts, ALadderRungThatRejectsTheInjectionIsBadInputNotTheCulprit) {
   const std::string g = file("small.kir", kSmall);
   CliResult r = kiln_cli("bisect -q --timeout 2 --backend inject_test " + g, "KILN_INJECT=tanh:hang");
