@@ -39,7 +39,7 @@ void bisect_bench(benchmark::State& st, const std::string& kind, int nodes) {
   bisect::BisectReport r;
   for (auto _ : st) {
     manual_seed(0);
-    r = bisect::bisect_graph(g, inputs, o, "chain.kir --seed 0");
+    r = bisect::bisect_graph(g, inputs, o, RunLine{.file = "chain.kir", .seed = 0});
   }
   st.counters["seconds"] = r.seconds;
   st.counters["child_runs"] = r.child_runs;

@@ -29,13 +29,18 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph.h"
+#include "repro/command.h"
 #include "repro/failure.h"
 
 namespace kiln::bisect {
 
 // Which failures count: any, only accuracy failures (--accuracy), or only errors, crashes and hangs (--error).
+// A failure of the other kind is never a pass: the tools report it as such (Outcome::OtherFailure, exit 1).
 enum class Want : uint8_t { Any, Accuracy, Error };
 bool counts_as_failure(Want want, const FailureSignature& f);
+// "--accuracy" / "--error" ("" for Any), and what the flag asks about ("an accuracy failure", ...).
+std::string_view want_flag(Want want);
+std::string_view want_text(Want want);
 
 struct BisectOptions {
   std::string backend = "inductor";  // the top of the ladder ("" with a command: no ladder, the command as is)
@@ -96,7 +101,10 @@ struct Divergence {
 };
 
 struct BisectReport {
-  enum class Outcome : uint8_t { Passes, Nondeterministic, Bisected, Unexplained } outcome = Outcome::Passes;
+  // OtherFailure: no rung failed the way --accuracy / --error asks about, but one failed another way (`failure`,
+  // `stage`): not searched, and not a pass.
+  enum class Outcome : uint8_t { Passes, Nondeterministic, Bisected, Unexplained, OtherFailure } outcome = Outcome::Passes;
+  Want want = Want::Any;                // what the search was asked about
   FailureSignature failure;             // the failing rung's
   std::string stage;                    // the first rung that fails
   std::vector<LadderRung> ladder;
@@ -129,9 +137,10 @@ std::vector<std::string> ladder_to(const std::string& backend);
 // The search over any subject.
 BisectReport search(Subject& subject, const BisectOptions& o);
 
-// A graph and its inputs. `rerun` is how `kiln run` names them for the reproducing command ("g.kir --seed 0").
+// A graph and its inputs. `rerun` is how a reproduce line names them (repro/command.h: the file, its inputs;
+// the backend, tolerance, gradients and settings are filled in per line).
 BisectReport bisect_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o,
-                          const std::string& rerun);
+                          const RunLine& rerun);
 // A shell command: exit 0 good, non-zero bad (run by /bin/sh -c, stdout discarded, stderr read for the
 // `bisect` log channel, which kiln turns on in KILN_LOGS to count applications).
 BisectReport bisect_command(const std::string& command, const BisectOptions& o);

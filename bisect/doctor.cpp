@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -19,52 +20,51 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string rung_result(const LadderRung& r) {
-  return r.failure.failed() ? fmt::format("FAILS: {}", r.failure.kind) : "passes";
+// A rung's result as the ablation saw it; a failure of a kind --accuracy / --error does not ask about says so.
+std::string rung_result(const LadderRung& r, Want want) {
+  if (!r.failure.failed()) return "passes";
+  if (counts_as_failure(want, r.failure)) return fmt::format("FAILS: {}", r.failure.kind);
+  return fmt::format("FAILS: {} (not {}: {} does not count it)", r.failure.kind, want_text(want), want_flag(want));
 }
 
 // The closing section both reports share: the repro file and the exact bad pass, as plain lines.
 std::vector<std::string> conclusion(const DoctorResult& d) {
   std::vector<std::string> lines;
   if (!d.failed) return {"Every backend of the ladder passes: nothing to repair."};
-  lines.push_back(fmt::format("Repro file: `{}` (check it with `kiln repro run {}`; {})", d.repro_path, d.repro_path,
+  if (d.failing_backend.empty()) {  // the ladder failed, only not in the way asked about: not a pass either
+    const LadderRung& r = d.other_failure;
+    return {fmt::format("`{}` FAILS with {}, not {} ({}): not minified or bisected; run `kiln doctor` without {} to "
+                        "troubleshoot this failure.", r.backend, r.failure.kind, want_text(d.want), want_flag(d.want),
+                        want_flag(d.want)),
+            fmt::format("Reproduce: {}", markdown_code(d.other_command))};
+  }
+  lines.push_back(fmt::format("Repro file: {} (check it with {}; {})", markdown_code(d.repro_path),
+                              markdown_code(reproduce_command(RunLine{.file = d.repro_path, .repro_run = true})),
                               d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + d.reverify_message));
   const BisectReport& b = d.bisect;
   lines.push_back(fmt::format("First failing stage: `{}` ({}).", b.stage.empty() ? d.failing_backend : b.stage,
                               outcome_name(b.outcome)));
   if (b.culprit && !b.culprit->is_flip)
-    lines.push_back(fmt::format("The bad pass: `{}` application #{} (`{}`{}): `{}` fails, `{}` passes.", b.culprit->site,
-                                b.culprit->application, b.culprit->site_info,
-                                b.culprit->location.empty() ? "" : ", at " + b.culprit->location, b.repro_command,
-                                b.good_command));
+    lines.push_back(fmt::format("The bad pass: {} application #{} ({}{}): {} fails, {} passes.",
+                                markdown_code(b.culprit->site), b.culprit->application, markdown_code(b.culprit->site_info),
+                                b.culprit->location.empty() ? "" : ", at " + b.culprit->location,
+                                markdown_code(b.repro_command), markdown_code(b.good_command)));
   else if (b.culprit)
-    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip '{}' does: `{}` passes.",
-                                b.culprit->site, b.good_command));
+    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip '{}' does: {} passes.",
+                                b.culprit->site, markdown_code(b.good_command)));
   else
     lines.push_back(fmt::format("No compiler pass or configuration flip explains it ({}).", outcome_name(b.outcome)));
-  if (b.divergence) lines.push_back(fmt::format("First diverging node: `{}`.", b.divergence->node));
+  if (!b.repro_command.empty() && !(b.culprit && !b.culprit->is_flip))
+    lines.push_back(fmt::format("Reproduce: {}", markdown_code(b.repro_command)));
+  if (b.divergence) lines.push_back(fmt::format("First diverging node: {}.", markdown_code(b.divergence->node)));
   return lines;
 }
 
 std::string markdown(const DoctorResult& d, const DoctorOptions& o, const graph::Graph& minified) {
   std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to `{}`.\n\n## 1. Ablation\n\n"
                                "| backend | result |\n|---|---|\n", o.source, KILN_VERSION, KILN_GIT_HASH, o.bisect.backend);
-  for (const LadderRung& r : d.ablation) md += fmt::format("| `{}` | {} |\n", r.backend, rung_result(r));
-  if (d.failed) {
+  for (const LadderRung& r : d.ablation) md += fmt::format("| `{}` | {} |\n", r.backend, rung_result(r, d.want));
+  if (!d.failing_backend.empty()) {
     md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on `{}`.\n\n```\n{}```\n", d.original_ops,
                       d.minified_ops, d.failing_backend, graph::print_graph(minified));
     md += fmt::format("\n## 3. Bisection of the minified repro\n\n```\n{}```\n", d.bisect.text());
@@ -91,9 +91,10 @@ std::string html(const DoctorResult& d, const DoctorOptions& o, const graph::Gra
                    html_escape(o.source), KILN_VERSION, KILN_GIT_HASH, html_escape(o.bisect.backend));
   h += "<h2>1. Ablation</h2>\n<table><tr><th>backend</th><th>result</th></tr>\n";
   for (const LadderRung& r : d.ablation)
-    h += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", html_escape(r.backend), html_escape(rung_result(r)));
+    h += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", html_escape(r.backend),
+                     html_escape(rung_result(r, d.want)));
   h += "</table>\n";
-  if (d.failed) {
+  if (!d.failing_backend.empty()) {
     h += fmt::format("<h2>2. The graphs</h2>\n<table><tr><th>original ({} op nodes)</th><th>minified ({} op nodes)</th></tr>"
                      "<tr><td><pre>{}</pre></td><td><pre>{}</pre></td></tr></table>\n", d.original_ops, d.minified_ops,
                      html_escape(graph::print_graph(original)), html_escape(graph::print_graph(minified)));
@@ -116,8 +117,9 @@ std::vector<LadderRung> ablate(const graph::Graph& g, const std::vector<Tensor>&
     oo.timeout_s = o.timeout_s;
     oo.gradients = trains(g);  // a wrong VJP or partition shows only in the gradients
     FailureSignature f = FailureOracle(oo).classify(g, inputs);
-    if (o.progress) fmt::print(stderr, "kiln doctor: ablation: {} {}\n", b, f.failed() ? "FAILS: " + std::string(failure_kind_name(f.kind)) : "passes");
-    rungs.push_back({b, counts_as_failure(o.want, f) ? f : FailureSignature{}});
+    LadderRung rung{b, f};
+    if (o.progress) fmt::print(stderr, "kiln doctor: ablation: {} {}\n", b, rung_result(rung, o.want));
+    rungs.push_back(std::move(rung));
   }
   return rungs;
 }
@@ -147,10 +149,25 @@ DoctorResult run_doctor(const graph::Graph& g, const std::vector<Tensor>& inputs
   const fs::path dir(o.output_dir);
   DoctorResult d;
   d.original_ops = g.num_op_nodes();
+  d.want = o.bisect.want;
   d.ablation = ablate(g, inputs, o.bisect);
   graph::Graph minified;
+  // The conclusion follows the ladder printed: a rung that failed in a way --accuracy / --error does not ask
+  // about is a failure of the run (not minified or bisected), never "nothing to repair".
   for (const LadderRung& r : d.ablation) {
-    if (!r.failure.failed()) continue;
+    if (!r.failure.failed() || counts_as_failure(d.want, r.failure) || d.failed) continue;
+    d.failed = true;
+    d.other_failure = r;
+    RunLine line = o.rerun;
+    line.backend = r.backend;
+    line.tolerance = o.bisect.tolerance;
+    line.gradients = trains(g);
+    d.other_command = reproduce_command(line);
+  }
+  for (const LadderRung& r : d.ablation) {
+    if (!counts_as_failure(d.want, r.failure)) continue;
+    d.other_failure = {};
+    d.other_command.clear();
     d.failed = true;
     d.failing_backend = r.backend;
     d.repro_path = (dir / "repro.min.repro").string();
@@ -166,7 +183,10 @@ DoctorResult run_doctor(const graph::Graph& g, const std::vector<Tensor>& inputs
     m.graph = graph::parse_graph(kir_text, kir);
     BisectOptions bo = o.bisect;
     bo.backend = r.backend;
-    std::string rerun = m.graph.inputs().empty() ? kir + " --seed 0" : fmt::format("{} --inputs {}.inputs", kir, d.repro_path);
+    RunLine rerun;  // the bisector's lines run the minified graph with the repro's inputs
+    rerun.file = kir;
+    if (m.graph.inputs().empty()) rerun.seed = 0;
+    else rerun.inputs_dir = d.repro_path + ".inputs";
     if (o.bisect.progress) fmt::print(stderr, "kiln doctor: bisecting the minified repro ({} op nodes)\n", d.minified_ops);
     d.bisect = bisect_graph(m.graph, m.inputs, bo, rerun);
     write_file_atomic((dir / "bisect.json").string(), d.bisect.json().dump(2) + "\n");

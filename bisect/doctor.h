@@ -20,12 +20,16 @@ struct DoctorOptions {
   std::string output_dir;    // required
   std::string source;        // how the graph was given, for the report ("g.kir, inputs from seed 0")
   int jobs = 1;              // the minifier's parallel candidates
+  RunLine rerun;             // how reproduce lines name the original graph and its inputs (repro/command.h)
 };
 
 struct DoctorResult {
-  std::vector<LadderRung> ablation;
-  bool failed = false;           // some rung failed
-  std::string failing_backend;
+  Want want = Want::Any;         // what the run was asked about
+  std::vector<LadderRung> ablation;  // each rung's failure as seen, of any kind
+  bool failed = false;           // some rung failed (in any way: see failing_backend)
+  std::string failing_backend;   // the first rung failing as asked, minified and bisected ("" when none did)
+  LadderRung other_failure;      // when none did: the first rung that failed another way...
+  std::string other_command;     // ...and the command that shows it
   int original_ops = 0, minified_ops = 0;
   std::string repro_path;        // DIR/repro.min.repro ("" when nothing failed)
   bool reverified = false;       // the written repro reproduced

@@ -36,6 +36,15 @@ std::string BisectReport::text() const {
   for (const LadderRung& r : ladder) rungs.push_back(rung_text(r));
   std::string out = fmt::format("ladder:      {}\n", fmt::join(rungs, ", "));
   if (outcome == Outcome::Passes) return out + fmt::format("result:      passes ({} child runs, {:.2f} s)\n", child_runs, seconds);
+  if (outcome == Outcome::OtherFailure) {
+    // Not a pass: it fails, only not the way the flag asked about.
+    out += fmt::format("failure:     {}: {}\nstage:       {}\n", failure.kind, failure.message,
+                       stage.empty() ? "the command" : stage);
+    out += fmt::format("result:      FAILS with {}, not {} ({}): not bisected; drop {} to bisect this failure\n",
+                       failure.kind, want_text(want), want_flag(want), want_flag(want));
+    if (!repro_command.empty()) out += fmt::format("reproduce:   {}\n", repro_command);
+    return out + fmt::format("child runs:  {} in {:.2f} s\n", child_runs, seconds);
+  }
   out += fmt::format("failure:     {}: {}\nstage:       {}\n", failure.kind, failure.message, stage.empty() ? "the command" : stage);
   if (outcome == Outcome::Nondeterministic)
     out += "result:      NONDETERMINISTIC: the failing run passed, or failed differently, when repeated; not bisected\n";

@@ -8,6 +8,9 @@
 #include "api/backends.h"
 #include "bisect/bisect.h"
 #include "core/bisect.h"
+#include "core/error.h"
+#include "core/options.h"
+#include "inductor/inject.h"
 
 namespace kiln::bisect {
 
@@ -19,11 +22,28 @@ bool counts_as_failure(Want want, const FailureSignature& f) {
   }
 }
 
+std::string_view want_flag(Want want) {
+  switch (want) {
+    case Want::Accuracy: return "--accuracy";
+    case Want::Error: return "--error";
+    default: return "";
+  }
+}
+
+std::string_view want_text(Want want) {
+  switch (want) {
+    case Want::Accuracy: return "an accuracy failure";
+    case Want::Error: return "an error, crash or hang";
+    default: return "a failure";
+  }
+}
+
 std::string_view outcome_name(BisectReport::Outcome o) {
   switch (o) {
     case BisectReport::Outcome::Passes: return "passes";
     case BisectReport::Outcome::Nondeterministic: return "nondeterministic";
     case BisectReport::Outcome::Bisected: return "bisected";
+    case BisectReport::Outcome::OtherFailure: return "other_failure";
     default: return "unexplained";
   }
 }
@@ -43,6 +63,22 @@ std::vector<std::string> ladder_to(const std::string& backend) {
     if (std::find(names.begin(), names.end(), rung) != names.end()) ladder.push_back(rung);
   }
   ladder.push_back(backend);
+  // The rungs past eager compile through kiln's AOT autograd and inductor, which read KILN_INJECT themselves: a
+  // setting only the top backend takes (inject_test's `hang`) makes each of them fail, and the first would be
+  // blamed for a bug it does not have. That is bad input, said before any rung runs.
+  try {
+    inductor::InjectSpec::from_options();
+  } catch (const Error& e) {
+    std::vector<std::string> rejecting;
+    for (size_t i = 0; i + 1 < ladder.size(); ++i)
+      if (ladder[i] != "eager") rejecting.push_back(ladder[i]);
+    if (backend != "inject_test") rejecting.push_back(backend);
+    if (!rejecting.empty())
+      fail("KILN_INJECT={}: the ladder's rungs {} do not support it ({}), so the ladder up to {} cannot judge "
+           "them with it; inject a kind every rung supports (docs/inductor.md, Bug injection), or check backend {} "
+           "alone (kiln minify --backend {})", fmt::join(opt_list(Opt::Inject), ","), fmt::join(rejecting, ", "),
+           e.what(), backend, backend, backend);
+  }
   return ladder;
 }
 
@@ -56,7 +92,15 @@ class Search {
   Search(Subject& s, const BisectOptions& o) : s_(s), o_(o), start_(Clock::now()) {}
 
   BisectReport run() {
-    if (!run_ladder()) return finish(BisectReport::Outcome::Passes);
+    r_.want = o_.want;
+    if (!run_ladder()) {
+      if (other_found_) {  // it fails, just not as asked: say so, never "passes"
+        r_.stage = other_.backend, r_.failure = other_.failure;
+        r_.repro_command = s_.command_for(Trial{r_.stage, {}, "", -1});
+        return finish(BisectReport::Outcome::OtherFailure);
+      }
+      return finish(BisectReport::Outcome::Passes);
+    }
     if (!deterministic()) return finish(BisectReport::Outcome::Nondeterministic);
     search_sites();
     if (!r_.culprit) try_flips();
@@ -69,6 +113,8 @@ class Search {
   Clock::time_point start_;
   BisectReport r_;
   TrialResult baseline_;
+  LadderRung other_;  // the first rung that failed in a way the search was not asked about
+  bool other_found_ = false;
 
   TrialResult trial(Trial t, const std::string& what) {
     if (t.backend.empty()) t.backend = r_.stage;
@@ -90,6 +136,7 @@ class Search {
         r_.stage = b, r_.failure = t.failure, baseline_ = t;
         return true;
       }
+      if (t.failure.failed() && !other_found_) other_ = {b, t.failure}, other_found_ = true;
     }
     return false;
   }

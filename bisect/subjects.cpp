@@ -15,6 +15,7 @@
 #include "eager/philox.h"
 #include "bisect/nodes.h"
 #include "core/bisect.h"
+#include "core/escape.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
@@ -75,26 +76,14 @@ std::vector<std::unique_ptr<ScopedOption>> apply_in_child(const Trial& t, bool b
   return applied;
 }
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,%@+")
-                        == std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string env_prefix(const Trial& t) {
-  std::string out;
-  for (const auto& [k, v] : t.settings) out += fmt::format("{}={} ", k, shell_quote(v));
-  return out;
-}
+// The trial's settings as an environment prefix over those in effect (repro/command.h).
+std::string env_prefix(const Trial& t) { return environment_prefix(t.settings); }
 
 // ---- a graph ----
 
 class GraphSubject : public Subject {
  public:
-  GraphSubject(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o, std::string rerun)
+  GraphSubject(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o, RunLine rerun)
       : g_(g), inputs_(inputs), o_(o), rerun_(std::move(rerun)), seed_(default_generator()), training_(trains(g)) {
     try {  // a graph with `grad` inputs is judged on its outputs and gradients (repro/training.h)
       ref_ = oracle_for("eager").baselines(g, inputs);
@@ -117,8 +106,12 @@ class GraphSubject : public Subject {
   }
 
   std::string command_for(const Trial& t) const override {
-    return fmt::format("{}kiln run {} --backend {} --check{}", env_prefix(t), rerun_, t.backend,
-                       training_ ? " --grad" : "");
+    RunLine line = rerun_;
+    line.backend = t.backend;
+    line.tolerance = o_.tolerance;
+    line.gradients = training_;
+    line.settings = t.settings;
+    return reproduce_command(line);
   }
 
   std::string locate(const std::string& site_info) const override { return locate_site(g_, site_info); }
@@ -127,7 +120,7 @@ class GraphSubject : public Subject {
   const graph::Graph& g_;
   const std::vector<Tensor>& inputs_;
   BisectOptions o_;
-  std::string rerun_;
+  RunLine rerun_;
   GeneratorState seed_;
   bool training_;
   ComparisonBaselines ref_;
@@ -197,7 +190,7 @@ class CommandSubject : public Subject {
   }
 
   std::string command_for(const Trial& t) const override {
-    std::string backend = t.backend.empty() ? "" : "KILN_BACKEND=" + t.backend + " ";
+    std::string backend = t.backend.empty() ? "" : "KILN_BACKEND=" + shell_quote(t.backend) + " ";
     return fmt::format("{}{}sh -c {}", env_prefix(t), backend, shell_quote(command_));
   }
 
@@ -227,7 +220,7 @@ class FunctionSubject : public Subject {
   }
 
   std::string command_for(const Trial& t) const override {
-    std::string backend = t.backend.empty() ? "" : "KILN_BACKEND=" + t.backend + " ";
+    std::string backend = t.backend.empty() ? "" : "KILN_BACKEND=" + shell_quote(t.backend) + " ";
     return fmt::format("{}{}<your program>", env_prefix(t), backend);
   }
 
@@ -239,7 +232,7 @@ class FunctionSubject : public Subject {
 }  // namespace
 
 BisectReport bisect_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, const BisectOptions& o,
-                          const std::string& rerun) {
+                          const RunLine& rerun) {
   KILN_CHECK(!o.backend.empty(), "kiln bisect: name the backend to bisect with --backend");
   const auto start = std::chrono::steady_clock::now();
   GraphSubject subject(g, inputs, o, rerun);

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "repro/command.h"
 
 namespace kiln::gate {
 
@@ -20,27 +21,20 @@ namespace {
 
 constexpr const char* kBaselineTag = "kiln_gate_baseline";
 
-std::string shell_quote(const std::string& s) {
-  if (s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,") == std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// The KILN_* settings of this process that change what is computed, as an environment prefix.
-std::string environment_prefix() {
-  std::string out;
-  for (const char* name : {"KILN_INJECT", "KILN_BISECT_LIMIT", "KILN_BISECT_DISABLE"})
-    if (const char* v = std::getenv(name); v && *v) out += fmt::format("{}={} ", name, shell_quote(v));
-  return out;
-}
-
-std::string reproduce_command(const Entry& e, const RunConfig& c) {
-  if (e.kind == EntryKind::Repro) return fmt::format("{}kiln repro run {}", environment_prefix(), shell_quote(e.path));
-  std::string inputs = e.inputs_dir.empty() ? fmt::format("--seed {}", e.seed) : "--inputs " + shell_quote(e.inputs_dir);
-  return fmt::format("{}kiln run {} --backend {} {} --check", environment_prefix(), shell_quote(e.path), c.backend,
-                     inputs);
+// The command that shows this entry's result, from the run's whole configuration (repro/command.h).
+std::string reproduce_command(const Entry& e, const RunConfig& c, const Measurement& m) {
+  RunLine line;
+  line.file = e.path;
+  if (e.kind == EntryKind::Repro) {
+    line.repro_run = true;
+    return kiln::reproduce_command(line);
+  }
+  line.backend = c.backend;
+  if (e.inputs_dir.empty()) line.seed = e.seed;
+  else line.inputs_dir = e.inputs_dir;
+  line.tolerance = e.tolerance.value_or(c.tolerance);
+  line.gradients = m.gradients;
+  return kiln::reproduce_command(line);
 }
 
 // A sample of times regressed when its median is more than `tolerance` above the baseline's and the rank test
@@ -140,7 +134,7 @@ std::vector<EntryResult> judge(const Suite& suite, const std::vector<Measurement
     EntryResult r;
     r.entry = suite.entries[i];
     r.now = measured[i];
-    r.reproduce = reproduce_command(r.entry, config);
+    r.reproduce = reproduce_command(r.entry, config, r.now);
     if (baseline) {
       auto it = baseline->entries.find(r.entry.name);
       if (it != baseline->entries.end()) r.before = it->second;

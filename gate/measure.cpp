@@ -20,6 +20,7 @@
 #include "repro/isolate.h"
 #include "repro/oracle.h"
 #include "repro/reproduce.h"
+#include "repro/training.h"
 
 namespace kiln::gate {
 
@@ -124,17 +125,27 @@ Measurement measure_graph(const Entry& e, const RunConfig& c) {
     return failure(FailureKind::Invalid, err.what());
   }
   manual_seed(e.seed);
+  // Gradients: the entry's "grad", else --grad for every graph that trains.
+  if (e.gradients.value_or(false) && !trains(g))
+    return failure(FailureKind::Invalid, fmt::format("{}: \"grad\": true needs inputs marked `grad` (e.g. `%w: "
+                                                     "f32[4] grad`); graph {} has none", e.name, g.name));
+  m.gradients = e.gradients.value_or(c.gradients) && trains(g);
   FailureSignature f;
   try {
     OracleOptions o;
     o.backend = c.backend;
+    o.gradients = m.gradients;
     o.tolerance = e.tolerance.value_or(c.tolerance);
     o.timeout_s = e.timeout_s.value_or(c.timeout_s);
     f = FailureOracle(o).classify(g, inputs);
   } catch (const Error& err) {  // the fp64 reference fails: the graph cannot show a backend bug
     return failure(FailureKind::Invalid, err.what());
   }
-  if (f.failed()) return failure(f.kind, f.message);
+  if (f.failed()) {
+    Measurement failed = failure(f.kind, f.message);
+    failed.gradients = m.gradients;
+    return failed;
+  }
   time_graph(g, inputs, e.seed, c, m);
   return m;
 }
@@ -177,6 +188,7 @@ json to_json(const Measurement& m) {
   json j = {{"status", m.status}, {"message", m.message}, {"compile_ms", m.compile_ms}, {"run_ms", m.run_ms},
             {"seconds", m.seconds}};
   if (m.peak_bytes >= 0) j["peak_bytes"] = m.peak_bytes;
+  if (m.gradients) j["check"] = "gradients";
   return j;
 }
 
@@ -189,6 +201,7 @@ Measurement measurement_from_json(const json& j, const std::string& where) {
     m.seconds = j.value("seconds", 0.0);
     m.compile_ms = j.value("compile_ms", std::vector<double>{});
     if (j.contains("peak_bytes")) m.peak_bytes = j["peak_bytes"].get<int64_t>();
+    m.gradients = j.value("check", "outputs") == "gradients";
     return m;
   } catch (const json::exception& e) {
     fail("{}: malformed entry result ({}); expected {{\"status\": ..., \"run_ms\": [...], ...}}", where, e.what());

@@ -1,6 +1,8 @@
 // Running gate entries: each entry in its own forked child (repro/isolate.h), so a crash or a hang fails that
 // entry and not the run. A graph entry is judged by the same classification as `kiln repro run` (compile
-// error, runtime error, crash, hang, or the comparator against the fp64 reference); a passing graph is then
+// error, runtime error, crash, hang, or the comparator against the fp64 reference; with --grad or the entry's
+// "grad", a graph with inputs marked `grad` on its outputs and then its gradients, as `kiln run --check --grad`
+// judges them: a wrong VJP or partition changes only the gradients); a passing graph is then
 // timed: `repetitions` cold compiles and `repetitions` warm calls, with the peak bytes the
 // call allocates beyond its inputs. Each cold compile runs in a child of its own with an empty kernel cache.
 // A repro entry passes when its recorded failure no longer happens.
@@ -25,11 +27,13 @@ struct Measurement {
   std::vector<double> run_ms;      // one per repetition
   int64_t peak_bytes = -1;         // bytes allocated at the peak of one call beyond its inputs; -1 unknown
   double seconds = 0;              // wall time of the whole entry
+  bool gradients = false;          // judged on outputs then gradients (`kiln run --check --grad`; JSON "check")
   bool passed() const { return status == "pass"; }
 };
 
 struct RunConfig {
   std::string backend = "inductor";
+  bool gradients = false;  // --grad: graphs with inputs marked `grad` are judged on their gradients too
   double tolerance = 1e-4;
   double timeout_s = 60;
   int repetitions = 5;

@@ -83,11 +83,16 @@ void apply_settings(Entry& e, const json& settings, const fs::path& root, const 
       KILN_CHECK(fs::is_directory(dir), "{}: 'inputs' of {} names {}, which is not a directory", where, e.name,
                  dir.string());
       e.inputs_dir = dir.string();
+    } else if (key == "grad") {
+      KILN_CHECK(v.is_boolean(), "{}: 'grad' of {} must be true or false (got {})", where, e.name, v.dump());
+      KILN_CHECK(e.kind == EntryKind::Graph, "{}: 'grad' of {}: a repro file records what it checks itself "
+                 "(`check: gradients`)", where, e.name);
+      e.gradients = v.get<bool>();
     } else if (key == "skip") {
       e.skip_reason = typed<std::string>(v, where, key, "a reason (text)");
       KILN_CHECK(!e.skip_reason.empty(), "{}: 'skip' of {} needs a reason", where, e.name);
     } else {
-      fail("{}: unknown key '{}' in entry {} (known: path, seed, tolerance, timeout, inputs, skip)", where, key,
+      fail("{}: unknown key '{}' in entry {} (known: path, seed, tolerance, timeout, inputs, grad, skip)", where, key,
            e.name);
     }
   }

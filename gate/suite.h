@@ -20,6 +20,7 @@ struct Entry {
   uint64_t seed = 0;
   std::optional<double> tolerance;  // comparator tolerance; unset: the run's --tol
   std::optional<double> timeout_s;  // unset: the run's --timeout
+  std::optional<bool> gradients;    // "grad": judge outputs then gradients (unset: the run's --grad)
   std::string skip_reason;          // non-empty: reported as skipped, not run
 };
 

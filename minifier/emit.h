@@ -17,4 +17,11 @@ namespace kiln::minify {
 std::string emit_cpp(const ReproFile& r, const std::string& repro_path);
 std::string emit_torch(const ReproFile& r, const std::string& repro_path);
 
+// For `kiln minify --emit torch` (a minify writes no outputs of its own): writes what the script compares with into
+// the repro's input directory (made for a graph without inputs) and returns `r` naming it: reference_<k>.npy, kiln's
+// reference interpreter at the graph's dtypes, which PyTorch eager must match; and for an accuracy failure of the
+// outputs, output_<k>.npy, the failing backend's outputs, which then differ (the script exits 1: the recorded failure
+// shows). Nothing for a graph with random ops (PyTorch draws other numbers).
+ReproFile with_torch_comparison_values(const ReproFile& r, const std::string& repro_path);
+
 }  // namespace kiln::minify

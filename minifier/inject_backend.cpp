@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/backends.h"
+#include "core/fired.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
@@ -18,6 +19,7 @@ namespace kiln::minify {
 namespace {
 
 std::map<OpId, std::string> injected() {
+  note_settings_read();
   std::map<OpId, std::string> out;
   for (const std::string& e : opt_list(Opt::Inject)) {
     size_t c = e.find(':');
@@ -36,10 +38,12 @@ void compile_injected(const graph::Graph& g, const std::map<OpId, std::string>& 
   for (const graph::Node& n : g.nodes()) {
     if (n.kind != graph::NodeKind::Op) continue;
     auto it = faults.find(n.op);
-    if (it != faults.end() && it->second == "compile_error")
+    if (it != faults.end() && it->second == "compile_error") {
+      note_injection_fired(n.info().name, "compile_error");
       throw CompileError(fmt::format("{}: injected compile error: the lowering of %{} emits invalid IR "
                                      "(KILN_INJECT={}:compile_error)", n.info().name, g.value(n.outputs[0]).name,
                                      n.info().name));
+    }
   }
 }
 
@@ -55,6 +59,7 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
     if (n.kind != graph::NodeKind::Op) return;
     auto it = faults.find(n.op);
     if (it == faults.end()) return;
+    note_injection_fired(n.info().name, it->second);
     if (it->second == "runtime_error")
       fail("{}: injected runtime error in the kernel of %{} (KILN_INJECT={}:runtime_error)", n.info().name,
            g.value(id).name, n.info().name);

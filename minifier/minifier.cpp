@@ -21,32 +21,16 @@
 #include "graph/text.h"
 #include "minifier/hook.h"
 #include "ops/api.h"
+#include "repro/command.h"
 #include "repro/isolate.h"
 #include "repro/reproduce.h"
+#include "repro/training.h"
 
 namespace kiln::minify {
 
 namespace fs = std::filesystem;
 
-std::map<std::string, std::string> current_config() {
-  std::map<std::string, std::string> out;
-  for (const OptionSpec& s : option_table()) {
-    // Only what a repro may set (options.h): tool settings describe how kiln was debugging, not the bug, and
-    // paths and caches are never taken from a repro.
-    if (!s.repro_settable()) continue;
-    std::string v;
-    switch (s.type) {
-      case OptType::String:
-      case OptType::Choice: v = opt_string(s.id); break;
-      case OptType::List: v = fmt::format("{}", fmt::join(opt_list(s.id), ",")); break;
-      case OptType::Int:
-      case OptType::Bytes: v = std::to_string(opt_int(s.id)); break;
-      case OptType::Bool: continue;
-    }
-    if (v != s.default_value) out[std::string(s.env)] = v;
-  }
-  return out;
-}
+std::map<std::string, std::string> current_config() { return settings_in_effect(); }
 
 uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -266,7 +250,9 @@ class MinifyRun {
     KILN_CHECK(k != FailureKind::Invalid, "the fp64 reference run of this graph fails, so it cannot show a backend "
                "bug: {}", f.message);
     KILN_CHECK(k != FailureKind::None, "the graph does not fail on backend {} (it runs and matches the fp64 reference "
-               "within tolerance {}): nothing to minify", opts_.backend, opts_.tolerance);
+               "within tolerance {}): nothing to minify{}", opts_.backend, opts_.tolerance,
+               !opts_.gradients && trains(g_) ? "\n(only its outputs were compared: add --grad to judge the gradients "
+                                                 "of its inputs marked `grad` too)" : "");
     KILN_CHECK(!opts_.accuracy || k == FailureKind::Accuracy, "--accuracy: the graph fails on backend {} with {}, "
                "not an accuracy failure: {}\n(drop --accuracy to minify that failure)", opts_.backend, k, f.message);
     KILN_CHECK(opts_.check_str.empty() || f.message.find(opts_.check_str) != std::string::npos ||

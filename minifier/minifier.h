@@ -60,7 +60,8 @@ struct MinifyResult {
 MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
 
 // The options that differ from their defaults and change what a backend does (KILN_INJECT, ...), as
-// NAME=VALUE pairs for a repro's config; tool settings (logs, debug dir, repro hooks) are left out.
+// NAME=VALUE pairs for a repro's config; tool settings (logs, debug dir, repro hooks) are left out. The same
+// set the reproduce lines carry (repro/command.h settings_in_effect, which this returns).
 std::map<std::string, std::string> current_config();
 
 // Writes `g` with `inputs` as a repro file at `path` (inputs as DIR/<name>.npy in `path`.inputs/, hashed);

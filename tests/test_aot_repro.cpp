@@ -65,12 +65,12 @@ void expect_backward_graph(const ReproFile& r) {
 
 TEST_F(AotReproAfter, AccuracyBugOnlyInTheBackwardIsMinifiedFromTheBackwardGraph) {
   EXPECT_EQ(train_step("aot", 4, "where:accuracy"), "");  // an accuracy bug: the step itself runs
-  std::vector<fs::path> full = files(R"(repro_[0-9a-f]{16}\.repro)");
+  std::vector<fs::path> full = files(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)");
   ASSERT_EQ(full.size(), 1u) << "only the backward graph fails";
   ReproFile r = load_repro(full[0]);
   EXPECT_EQ(r.expected.kind, FailureKind::Accuracy);
   expect_backward_graph(r);
-  std::vector<fs::path> mins = files(R"(repro_[0-9a-f]{16}\.min\.repro)");
+  std::vector<fs::path> mins = files(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)");
   ASSERT_EQ(mins.size(), 1u);
   ReproFile m = load_repro(mins[0]);
   EXPECT_LT(m.graph.num_op_nodes(), r.graph.num_op_nodes());
@@ -84,12 +84,12 @@ TEST_F(AotReproAfter, AccuracyBugOnlyInTheBackwardIsMinifiedFromTheBackwardGraph
 TEST_F(AotReproAfter, CompileErrorInTheBackwardWritesAndMinifiesItsRepro) {
   std::string error = train_step("aot", 2, "where:compile_error");
   EXPECT_NE(error, "") << "the backward's compile error reaches the caller";
-  std::vector<fs::path> full = files(R"(repro_[0-9a-f]{16}\.repro)");
+  std::vector<fs::path> full = files(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)");
   ASSERT_EQ(full.size(), 1u);
   ReproFile r = load_repro(full[0]);
   EXPECT_EQ(r.expected.kind, FailureKind::CompileError);
   expect_backward_graph(r);
-  std::vector<fs::path> mins = files(R"(repro_[0-9a-f]{16}\.min\.repro)");
+  std::vector<fs::path> mins = files(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)");
   ASSERT_EQ(mins.size(), 1u);
   EXPECT_EQ(load_repro(mins[0]).graph.num_op_nodes(), 1);
   EXPECT_TRUE(reproduce(load_repro(mins[0]), mins[0], 60).reproduces);

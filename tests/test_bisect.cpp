@@ -49,7 +49,7 @@ TEST_P(BisectInjected, NamesTheInjectedSiteApplicationAndNode) {
   ScopedOption inject(Opt::Inject, ig.inject);
   BisectOptions o;
   o.timeout_s = 120;
-  BisectReport r = bisect_graph(g, inputs, o, "chain.kir --seed 0");
+  BisectReport r = bisect_graph(g, inputs, o, RunLine{.file = "chain.kir", .seed = 0});
   ASSERT_EQ(r.outcome, BisectReport::Outcome::Bisected) << r.text();
   EXPECT_EQ(r.stage, "inductor");
   ASSERT_TRUE(r.culprit) << r.text();
@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(KindsAndSizes, BisectInjected, ::testing::ValuesIn(inje
 
 TEST(Bisect, APassingGraphPassesWithNoCulprit) {
   graph::Graph g = graph::parse_graph(injected_chain("lowering", 10).kir, "chain.kir");
-  BisectReport r = bisect_graph(g, graph::seeded_inputs(g, 0), BisectOptions{}, "chain.kir --seed 0");
+  BisectReport r = bisect_graph(g, graph::seeded_inputs(g, 0), BisectOptions{}, RunLine{.file = "chain.kir", .seed = 0});
   EXPECT_EQ(r.outcome, BisectReport::Outcome::Passes) << r.text();
   EXPECT_FALSE(r.failed());
   EXPECT_FALSE(r.culprit);
@@ -164,7 +164,7 @@ TEST(Bisect, AFunctionBisectsToTheGraphsAnswer) {
   };
   BisectReport viaf = bisect_function(good, BisectOptions{});
   manual_seed(0);
-  BisectReport viag = bisect_graph(g, inputs, BisectOptions{}, "chain.kir --seed 0");
+  BisectReport viag = bisect_graph(g, inputs, BisectOptions{}, RunLine{.file = "chain.kir", .seed = 0});
   ASSERT_TRUE(viaf.culprit && viag.culprit) << viaf.text() << viag.text();
   EXPECT_EQ(viaf.culprit->site, viag.culprit->site);
   EXPECT_EQ(viaf.culprit->application, viag.culprit->application);

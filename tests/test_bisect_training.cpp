@@ -29,7 +29,7 @@ TEST_P(BisectTrainingInjected, NamesTheInjectedRungAndNode) {
   ScopedOption inject(Opt::Inject, ig.inject);
   BisectOptions o;
   o.timeout_s = 120;
-  BisectReport r = bisect_graph(g, inputs, o, "chain.kir --seed 0");
+  BisectReport r = bisect_graph(g, inputs, o, RunLine{.file = "chain.kir", .seed = 0});
   EXPECT_EQ(r.outcome, BisectReport::Outcome::Unexplained) << r.text();
   EXPECT_EQ(r.stage, ig.site_value) << r.text();
   EXPECT_FALSE(r.culprit) << r.text();
@@ -37,7 +37,7 @@ TEST_P(BisectTrainingInjected, NamesTheInjectedRungAndNode) {
   ASSERT_TRUE(r.divergence) << r.text() << r.divergence_note;
   EXPECT_EQ(r.divergence->step, "the AOT backward graph") << r.text();
   EXPECT_NE(r.divergence->node.find(ig.diverging), std::string::npos) << r.text();
-  EXPECT_NE(r.repro_command.find("--backend " + ig.site_value + " --check --grad"), std::string::npos) << r.text();
+  EXPECT_NE(r.repro_command.find("--backend " + ig.site_value + " --seed 0 --check --grad"), std::string::npos) << r.text();
 }
 
 // The 1000-node cases are a scale check; the sanitizer build runs the same code on 10 and 100 nodes.

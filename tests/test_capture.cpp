@@ -640,10 +640,10 @@ class CaptureReproLevels : public ::testing::Test {
 
 TEST_F(CaptureReproLevels, Level2MinifiesTheCapturedGraphsCompileError) {
   EXPECT_NE(call_twice(2, "relu:compile_error"), "");
-  std::vector<ReproFile> full = reproducing(R"(repro_[0-9a-f]{16}\.repro)", FailureKind::CompileError);
+  std::vector<ReproFile> full = reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)", FailureKind::CompileError);
   ASSERT_EQ(full.size(), 1u);
   EXPECT_EQ(full[0].graph.num_op_nodes(), 3) << "the captured graph as the backend got it";
-  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::CompileError);
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::CompileError);
   ASSERT_EQ(min.size(), 1u);
   EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
   std::filesystem::remove_all(dir_);
@@ -653,7 +653,7 @@ TEST_F(CaptureReproLevels, Level2MinifiesTheCapturedGraphsCompileError) {
 
 TEST_F(CaptureReproLevels, Level3SavesAndMinifiesARuntimeErrorOfTheCompiledGraph) {
   EXPECT_NE(call_twice(3, "relu:runtime_error"), "");
-  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::RuntimeError);
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::RuntimeError);
   ASSERT_EQ(min.size(), 1u);
   EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
   std::filesystem::remove_all(dir_);
@@ -663,7 +663,7 @@ TEST_F(CaptureReproLevels, Level3SavesAndMinifiesARuntimeErrorOfTheCompiledGraph
 
 TEST_F(CaptureReproLevels, Level4MinifiesAnAccuracyFailure) {
   EXPECT_EQ(call_twice(4, "relu:accuracy"), "");  // the calls succeed, with a wrong result
-  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::Accuracy);
+  std::vector<ReproFile> min = reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::Accuracy);
   ASSERT_EQ(min.size(), 1u) << seen();
   EXPECT_LT(min[0].graph.num_op_nodes(), 3) << "smaller than the captured graph";
   std::filesystem::remove_all(dir_);

@@ -55,7 +55,7 @@ TEST_F(CliBisectTraining, AWrongVjpFailsFirstOnAotEagerAndItsBackwardNodeDiverge
   EXPECT_NE(output_.find("ladder:      eager passes, aot_eager FAILS (accuracy)"), std::string::npos) << output_;
   // The reproducing command checks the gradients: it fails on aot_eager and passes on eager.
   const std::string repro = j["repro_command"];
-  EXPECT_NE(repro.find("--backend aot_eager --check --grad"), std::string::npos) << repro;
+  EXPECT_NE(repro.find("--backend aot_eager --seed 0 --check --grad"), std::string::npos) << repro;
   EXPECT_EQ(run_printed(repro, "KILN_INJECT=tanh:vjp").exit_code, 1) << repro;
   CliResult eager = kiln_cli("run " + kir_ + " --seed 0 --backend eager --check --grad", "KILN_INJECT=tanh:vjp");
   EXPECT_EQ(eager.exit_code, 0) << eager.output;

@@ -56,7 +56,7 @@ class ReproHookApi : public ReproHookFixture {
 
 TEST_F(ReproHookApi, Level1WritesTheCompileErrorsRepro) {
   EXPECT_NE(compile_and_run(1, "relu:compile_error"), "");  // the caller still sees its error
-  ReproFile r = expect_one_reproducing(R"(repro_[0-9a-f]{16}\.repro)", FailureKind::CompileError);
+  ReproFile r = expect_one_reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)", FailureKind::CompileError);
   EXPECT_EQ(r.graph.num_op_nodes(), 12);  // the whole graph as handed to the backend
   EXPECT_FALSE(r.stage.empty());
   EXPECT_TRUE(files(R"(.*\.min\.repro)").empty()) << "level 1 does not minify";
@@ -64,8 +64,8 @@ TEST_F(ReproHookApi, Level1WritesTheCompileErrorsRepro) {
 
 TEST_F(ReproHookApi, Level2AlsoMinifiesIt) {
   EXPECT_NE(compile_and_run(2, "relu:compile_error"), "");
-  expect_one_reproducing(R"(repro_[0-9a-f]{16}\.repro)", FailureKind::CompileError);
-  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::CompileError);
+  expect_one_reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.repro)", FailureKind::CompileError);
+  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::CompileError);
   EXPECT_EQ(min.graph.num_op_nodes(), 1);
   // Level 2 leaves runtime errors alone.
   fs::remove_all(dir_);
@@ -76,7 +76,7 @@ TEST_F(ReproHookApi, Level2AlsoMinifiesIt) {
 
 TEST_F(ReproHookApi, Level3WritesAndMinifiesRuntimeErrors) {
   EXPECT_NE(compile_and_run(3, "relu:runtime_error"), "");
-  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::RuntimeError);
+  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::RuntimeError);
   EXPECT_EQ(min.graph.num_op_nodes(), 1);
   EXPECT_TRUE(files(R"(pending_.*)").empty()) << "the failure's repro replaces the pending one";
   // A good run leaves nothing behind.
@@ -89,12 +89,12 @@ TEST_F(ReproHookApi, Level3WritesAndMinifiesRuntimeErrors) {
 TEST_F(ReproHookApi, Level3LeavesThePendingReproOfACrash) {
   IsolatedResult r = run_isolated([&] { return compile_and_run(3, "relu:crash"); }, 60, setup_limit_for(60));
   EXPECT_EQ(r.kind, FailureKind::Crash) << r.payload;
-  expect_one_reproducing(R"(pending_[0-9a-f]{16}\.repro)", FailureKind::Crash);
+  expect_one_reproducing(R"(pending_[0-9a-f]{16}_[0-9]+\.repro)", FailureKind::Crash);
 }
 
 TEST_F(ReproHookApi, Level4MinifiesAccuracyFailures) {
   EXPECT_EQ(compile_and_run(4, "relu:accuracy"), "");  // the run itself succeeds
-  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}\.min\.repro)", FailureKind::Accuracy);
+  ReproFile min = expect_one_reproducing(R"(repro_[0-9a-f]{16}_[0-9a-f]{8}\.min\.repro)", FailureKind::Accuracy);
   EXPECT_EQ(min.graph.num_op_nodes(), 1);
 }
 

@@ -1,7 +1,8 @@
-// `kiln bisect G.kir [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T] [--timeout S]
+// `kiln bisect G [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T] [--timeout S]
 // [-o REPORT] [-q]` and `kiln bisect --cmd "CMD" [...]`: the first failing backend stage, subsystem and
-// application, and the first diverging node (bisect/bisect.h, docs/bisect.md). Exit 0 when it passes, 1 when it
-// fails (bisected, unexplained or nondeterministic), 2 for bad input.
+// application, and the first diverging node (bisect/bisect.h, docs/bisect.md). G is a .kir graph or a repro file.
+// Exit 0 when it passes, 1 when it fails (bisected, unexplained, nondeterministic, or failing in another way than
+// --accuracy / --error asks about), 2 for bad input.
 #include "tools/cmd_bisect.h"
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
+#include "repro/graph_source.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {
@@ -21,14 +23,15 @@ struct BisectArgs {
   std::string file, command, inputs_dir, backend, output;
   std::optional<uint64_t> seed;
   bool accuracy = false, error = false, quiet = false;
-  double tol = 1e-4, timeout_s = 60;
+  std::optional<double> tol;  // default 1e-4, or a repro file's
+  double timeout_s = 60;
 };
 
 bisect::BisectOptions options_of(const BisectArgs& a) {
   bisect::BisectOptions o;
   o.backend = a.backend;
   o.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
-  o.tolerance = a.tol;
+  o.tolerance = a.tol.value_or(1e-4);
   o.timeout_s = a.timeout_s;
   o.progress = !a.quiet;
   return o;
@@ -46,15 +49,15 @@ int run_bisect(const BisectArgs& a) {
     fmt::print(stderr, "kiln bisect: the command `{}`{}\n", a.command, o.backend.empty() ? "" : ", ladder up to " + o.backend);
     r = bisect::bisect_command(a.command, o);
   } else {
-    if (o.backend.empty()) o.backend = "inductor";
-    graph::Graph g = graph::load_graph(a.file);
-    graph::verify_graph(g, a.file);
-    const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
-    std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
-    std::string rerun = a.inputs_dir.empty() ? fmt::format("{} --seed {}", a.file, seed) : fmt::format("{} --inputs {}", a.file, a.inputs_dir);
-    manual_seed(seed);  // random ops draw the same in every child
-    fmt::print(stderr, "kiln bisect: {} ({} op nodes) up to backend {}\n", a.file, g.num_op_nodes(), o.backend);
-    r = bisect::bisect_graph(g, inputs, o, rerun);
+    // A repro file (what `kiln minify` and `kiln doctor` write) brings its graph, inputs, configuration, backend
+    // and tolerance; a graph with inputs marked `grad` is judged on its gradients either way.
+    GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
+    if (o.backend.empty()) o.backend = src.backend_or("inductor");
+    o.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
+    manual_seed(src.seed);  // random ops draw the same in every child
+    fmt::print(stderr, "kiln bisect: {} ({} op nodes, {}) up to backend {}\n", a.file, src.graph.num_op_nodes(),
+               src.input_desc, o.backend);
+    r = bisect::bisect_graph(src.graph, src.inputs, o, src.run_line());
   }
   fmt::print("{}", r.text());
   if (!a.output.empty()) write_file_atomic(a.output, r.json().dump(2) + "\n");
@@ -67,7 +70,8 @@ void add_bisect_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   static BisectArgs a;
   auto* b = app.add_subcommand("bisect", "find the first failing backend stage, compiler subsystem and application, "
                                          "and the first diverging node, of a graph or a command that fails");
-  b->add_option("file", a.file, "the failing graph (.kir)");
+  b->add_option("file", a.file, "the failing graph (.kir) or a repro file (its graph, inputs, configuration, "
+                                 "backend and tolerance)");
   b->add_option("--cmd", a.command, "bisect a shell command instead (exit 0 good, non-zero bad); kiln sets "
                                     "KILN_BISECT_* (and KILN_BACKEND with --backend) in its environment");
   b->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor; with --cmd: none, "
@@ -78,7 +82,7 @@ void add_bisect_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   auto* in = b->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
   auto* seed = b->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
   in->excludes(seed);
-  b->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4)")->check(number_in(0, 1e6, false, "a tolerance"));
+  b->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4, or a repro file's)")->check(number_in(0, 1e6, false, "a tolerance"));
   b->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
                                           "(default 60)")->check(timeout_check());
   b->add_option("-o,--output", a.output, "also write the result as JSON to this file");

@@ -1,7 +1,8 @@
 // `kiln doctor G.kir -o DIR [--inputs DIR | --seed N] [--backend B] [--accuracy | --error] [--tol T]
 // [--timeout S] [-j N] [-q]`: ablation, minification and bisection in one command, with one report
-// (bisect/doctor.h, docs/bisect.md). Exit 0 when every backend passes, 1 when something failed (the report says
-// what), 2 for bad input, 3 when the minified repro did not reproduce (a kiln bug).
+// (bisect/doctor.h, docs/bisect.md). G is a .kir graph or a repro file. Exit 0 when every backend passes, 1 when
+// something failed (the report says what; also a failure of a kind --accuracy / --error does not ask about), 2 for
+// bad input, 3 when the minified repro did not reproduce (a kiln bug).
 #include <fmt/format.h>
 
 #include "bisect/doctor.h"
@@ -10,6 +11,7 @@
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
+#include "repro/graph_source.h"
 #include "tools/cli_checks.h"
 #include "tools/cmd_bisect.h"
 
@@ -17,32 +19,31 @@ namespace kiln::cli {
 namespace {
 
 struct DoctorArgs {
-  std::string file, inputs_dir, backend = "inductor", output;
+  std::string file, inputs_dir, backend, output;  // backend "": inductor, or a repro file's
   std::optional<uint64_t> seed;
   bool accuracy = false, error = false, quiet = false;
-  double tol = 1e-4, timeout_s = 60;
+  std::optional<double> tol;  // default 1e-4, or a repro file's
+  double timeout_s = 60;
   int jobs = 1;
 };
 
 int run_doctor_command(const DoctorArgs& a) {
-  graph::Graph g = graph::load_graph(a.file);
-  graph::verify_graph(g, a.file);
-  const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
-  std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
-  manual_seed(seed);
+  GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);  // a .kir graph or a repro file
+  const graph::Graph& g = src.graph;
+  manual_seed(src.seed);
   bisect::DoctorOptions o;
-  o.bisect.backend = a.backend;
+  o.bisect.backend = a.backend.empty() ? src.backend_or("inductor") : a.backend;
   o.bisect.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
-  o.bisect.tolerance = a.tol;
+  o.bisect.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
   o.bisect.timeout_s = a.timeout_s;
   o.bisect.progress = !a.quiet;
   o.output_dir = a.output;
   o.jobs = a.jobs;
-  o.source = fmt::format("{} ({} op nodes, inputs {})", a.file, g.num_op_nodes(),
-                         a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir);
-  bisect::DoctorResult d = bisect::run_doctor(g, inputs, o);
+  o.rerun = src.run_line();
+  o.source = fmt::format("{} ({} op nodes, {})", a.file, g.num_op_nodes(), src.input_desc);
+  bisect::DoctorResult d = bisect::run_doctor(g, src.inputs, o);
   fmt::print("{}\nwrote {}/report.md and {}/report.html\n", d.markdown, a.output, a.output);
-  if (d.failed && !d.reverified) {
+  if (!d.failing_backend.empty() && !d.reverified) {
     fmt::print(stderr, "kiln: error: the minified repro {} does not reproduce: {}\nThis is a kiln bug; please report "
                "it with the original graph.\n", d.repro_path, d.reverify_message);
     return 3;
@@ -56,16 +57,17 @@ void add_doctor_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   static DoctorArgs a;
   auto* d = app.add_subcommand("doctor", "troubleshoot a graph in one command: ablation over the backend ladder, "
                                          "minify the failure, bisect the minified repro, write one report");
-  d->add_option("file", a.file, "the graph (.kir)")->required();
+  d->add_option("file", a.file, "the graph (.kir) or a repro file (its graph, inputs, configuration, backend and "
+                                 "tolerance)")->required();
   d->add_option("-o,--output", a.output, "the directory the report, the repro and the minified graph go to")->required();
-  d->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor)");
+  d->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor, or a repro file's)");
   auto* acc = d->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
   auto* err = d->add_flag("--error", a.error, "only errors, crashes and hangs count");
   acc->excludes(err);
   auto* in = d->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
   auto* seed = d->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
   in->excludes(seed);
-  d->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4)")->check(number_in(0, 1e6, false, "a tolerance"));
+  d->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4, or a repro file's)")->check(number_in(0, 1e6, false, "a tolerance"));
   d->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
                                           "(default 60)")->check(timeout_check());
   d->add_option("-j,--jobs", a.jobs, "the minifier's candidates run in parallel (default 1)")

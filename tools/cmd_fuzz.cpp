@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <cstdio>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "fuzz/fuzzer.h"
 #include "graph/text.h"
+#include "repro/command.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {
@@ -71,8 +73,10 @@ int run_fuzz_command(const FuzzArgs& a) {
   if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
   fmt::print("{}\n", s.coverage_table());
   for (const fuzz::FindingRecord& f : s.findings)
-    fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}\n", f.signature, f.hits, f.variant, f.seed,
-               f.index, f.repro.empty() ? "" : ": " + f.repro, f.minimized ? "" : " (not minimized: " + f.note + ")");
+    fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}{}\n", f.signature, f.hits, f.variant, f.seed,
+               f.index, f.repro.empty() ? "" : ": " + terminal_safe(f.repro),
+               f.minimized ? "" : " (not minimized: " + f.note + ")",
+               f.repro.empty() ? "" : "; check it with: " + reproduce_command(RunLine{.file = f.repro, .repro_run = true}));
   for (const auto& [pattern, gap] : s.infer_gaps)
     fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
                gap.first_index, gap.example);

@@ -1,5 +1,5 @@
 // `kiln gate SUITE [--backend B] [--baseline FILE] [--update-baseline] [--junit FILE] [--json FILE]
-// [--markdown FILE] [-j N] [--repetitions N] [--timeout S] [--tol T] [--time-tolerance F]`: runs every entry
+// [--markdown FILE] [-j N] [--repetitions N] [--grad] [--timeout S] [--tol T] [--time-tolerance F]`: runs every entry
 // of the suite isolated, judges it against the baseline (gate/judge.h) and writes the reports. Exit status: 0
 // without regressions (or after --update-baseline), 1 with any, 2 for bad input (suite, baseline, options).
 #include "tools/cmd_gate.h"
@@ -82,6 +82,8 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
       ->check(integer_in<int>(1, 256, "entries at a time"));
   gate->add_option("--repetitions", args.config.repetitions, "timed calls of each passing graph (default 5)")
       ->check(integer_in<int>(1, 1000, "timed calls"));
+  gate->add_flag("--grad", args.config.gradients, "judge graphs with inputs marked `grad` on their outputs and then "
+                                                  "their gradients (forward and backward, as `kiln run --check --grad`)");
   gate->add_option("--timeout", args.config.timeout_s, "seconds a run may take before it counts as a hang "
                                                        "(default 60)")
       ->check(timeout_check());

@@ -1,6 +1,6 @@
-// `kiln verify`, `kiln fmt` and `kiln run`: check, canonicalise and execute .kir graphs. Errors in the file
-// or its inputs are kiln::Errors (kiln.cpp prints them and exits 2); `run --check` exits 1 when the outputs
-// disagree with the fp64 reference.
+// `kiln verify`, `kiln fmt` and `kiln run`: check, canonicalise and execute .kir graphs (`run` also a repro file's
+// graph, with its inputs and configuration). Errors in the file or its inputs are kiln::Errors (kiln.cpp prints
+// them and exits 2); `run --check` exits 1 when the outputs disagree with the fp64 reference (within --tol).
 #include "tools/cmd_graph.h"
 
 #include <fmt/format.h>
@@ -20,6 +20,7 @@
 #include "inductor/compile_options.h"
 #include "minifier/emit.h"
 #include "ops/api.h"
+#include "repro/graph_source.h"
 #include "repro/training.h"
 #include "tools/cli_checks.h"
 
@@ -28,11 +29,12 @@ namespace {
 
 struct RunArgs {
   std::string file;
-  std::string backend = "eager";
+  std::string backend;  // "": eager, or a repro file's backend
   std::string inputs_dir;
   std::optional<uint64_t> seed;
   bool check = false;
   bool grad = false;  // with check: forward and backward, outputs and gradients judged (repro/training.h)
+  std::optional<double> tol;  // the comparator's tolerance (default 1e-4, or a repro file's)
   std::string dump_dir;
   std::string mode;  // the default compile mode for this run (compile_modes(); the others than default need inductor_cuda)
   std::string emit;  // "torch": also write DIR/<graph stem>.py beside the dumped inputs and outputs
@@ -80,8 +82,8 @@ std::string summarize(const Tensor& t) {
 
 // `--emit torch`: the graph as a PyTorch script in the dump directory, reading the dumped inputs and
 // comparing PyTorch's eager outputs with kiln's (output_<k>.npy).
-void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
-  ReproFile r = make_repro(g, a.backend);
+void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a, const std::string& backend) {
+  ReproFile r = make_repro(g, backend);
   r.input_dir = ".";
   const std::string path =
       (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
@@ -90,29 +92,34 @@ void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
 }
 
 // `--check --grad`: the graph run for training on the backend against the reference's outputs and gradients.
-int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunArgs& a) {
+int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunArgs& a,
+                   const std::string& backend, double tol) {
   KILN_CHECK(trains(g), "{}: --grad needs inputs marked `grad` (e.g. `%w: f32[4] grad`); graph {} has none", a.file,
              g.name);
   TrainingRun run = training_run(g);
   manual_seed(seed);
   const GeneratorState start = default_generator();
-  std::vector<Tensor> got = run_training(a.backend, g, inputs, run);
-  TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), CompareOptions{}.tol);
+  std::vector<Tensor> got = run_training(backend, g, inputs, run);
+  TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), tol);
   fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", v.text);
   return v.ok ? 0 : 1;
 }
 
 int run_run(const RunArgs& a) {
-  const BackendFn& backend = find_backend(a.backend);
+  // A repro file runs its graph with its inputs and configuration (repro/graph_source.h), on its backend unless
+  // --backend names another: what `kiln bisect` of a repro prints as its reproduce line.
+  GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
+  const std::string backend_name = a.backend.empty() ? src.backend_or("eager") : a.backend;
+  const double tol = a.tol.value_or(src.tolerance_or(1e-4));
+  const BackendFn& backend = find_backend(backend_name);
   if (!a.mode.empty()) {
-    KILN_CHECK(a.mode == "default" || a.backend == "inductor_cuda", "--mode {}: {}, which needs --backend "
-               "inductor_cuda (not {})", a.mode, compile_mode_needs_cuda(a.mode), a.backend);
+    KILN_CHECK(a.mode == "default" || backend_name == "inductor_cuda", "--mode {}: {}, which needs --backend "
+               "inductor_cuda (not {})", a.mode, compile_mode_needs_cuda(a.mode), backend_name);
     set_default_compile_mode(a.mode);
   }
-  graph::Graph g = graph::load_graph(a.file);
-  graph::verify_graph(g, a.file);
-  uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
-  std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
+  const graph::Graph& g = src.graph;
+  const uint64_t seed = src.seed;
+  const std::vector<Tensor>& inputs = src.inputs;
   std::optional<OutputLock> dump_lock;  // two runs dumping into one directory fail rather than mix their files
   if (!a.dump_dir.empty()) {
     dump_lock.emplace(a.dump_dir);
@@ -121,19 +128,20 @@ int run_run(const RunArgs& a) {
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
   std::vector<Tensor> outputs = backend(g, graph::copy_inputs(inputs));
-  fmt::print("{} ({} inputs {}, backend {}):\n", a.file, inputs.size(),
-             a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir, a.backend);
+  fmt::print("{} ({} {}, backend {}):\n", a.file, inputs.size(), src.input_desc, backend_name);
   for (size_t i = 0; i < outputs.size(); ++i) {
     fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
     if (!a.dump_dir.empty())
       write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
-  if (!a.emit.empty()) emit_torch_beside_dump(g, a);
+  if (!a.emit.empty()) emit_torch_beside_dump(g, a, backend_name);
   if (!a.check) return 0;
-  if (a.grad) return check_training(g, inputs, seed, a);
+  if (a.grad) return check_training(g, inputs, seed, a, backend_name, tol);
 
   manual_seed(seed);
-  CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs);
+  CompareOptions co;
+  co.tol = tol;
+  CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs, co);
   fmt::print("check against the fp64 reference: {}\n", verdict.str());
   return verdict.ok ? 0 : 1;
 }
@@ -156,8 +164,10 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
 
   static RunArgs run_args;
   auto* run = app.add_subcommand("run", "run a .kir graph (reference interpreter or a compiled backend) and summarise its outputs");
-  run->add_option("graph", run_args.file, "the .kir file")->required();
-  run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or inductor (compiled)")
+  run->add_option("graph", run_args.file, "the .kir file, or a repro file (its graph, inputs and configuration)")
+      ->required();
+  run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or "
+                                                 "inductor (compiled); default eager, or a repro file's backend")
       ->default_str("eager");
   run->add_option("--mode", run_args.mode,
                   "compile mode: default; with --backend inductor_cuda also reduce-overhead (the whole "
@@ -175,6 +185,9 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   run->add_flag("--grad", run_args.grad,
                 "with --check: run forward and backward (inputs marked `grad` get gradients through fixed tangents) "
                 "and compare the outputs and the gradients")
+      ->needs(run->get_option("--check"));
+  run->add_option("--tol", run_args.tol, "with --check: the comparator's tolerance (default 1e-4, or a repro file's)")
+      ->check(number_in(0, 1e6, false, "a tolerance"))
       ->needs(run->get_option("--check"));
   run->add_option("--dump", run_args.dump_dir,
                   "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");

@@ -1,4 +1,4 @@
-// `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--check-str S] [-j N] [--timeout S] [-o OUT]
+// `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--grad] [--check-str S] [-j N] [--timeout S] [-o OUT]
 // [--resume] [--emit cpp|torch] [--inputs DIR | --seed N] [--tol T] [--budget MB]`. G is a .kir graph or a
 // repro file (whose backend, configuration, inputs and tolerance are then the defaults). Exit 0 with a
 // re-verified repro, 2 for bad input (including a graph that does not fail), 3 when the result could not be
@@ -19,7 +19,10 @@
 #include "minifier/emit.h"
 #include "minifier/inject_backend.h"
 #include "minifier/minifier.h"
+#include "core/escape.h"
+#include "repro/graph_source.h"
 #include "repro/reproduce.h"
+#include "repro/training.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {
@@ -29,45 +32,27 @@ struct MinifyArgs {
   std::string file, backend, inputs_dir, check_str, output, emit, spill_dir;
   std::optional<uint64_t> seed;
   std::optional<double> tol;
-  bool accuracy = false, strict = false, resume = false, quiet = false;
+  bool accuracy = false, strict = false, resume = false, quiet = false, grad = false;
   int jobs = 1;
   double timeout_s = 10;
   int64_t budget_mb = 256;
 };
 
 int run_minify(const MinifyArgs& a) {
-  std::string text = read_input_file(a.file, "graph or repro file");
+  // A repro file brings its backend, configuration, inputs, tolerance and check (repro/graph_source.h).
+  GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
   minify::MinifyOptions o;
-  graph::Graph g;
-  std::vector<Tensor> inputs;
-  std::string backend = a.backend;
-  std::string input_desc;
-  std::unique_ptr<AppliedReproConfig> applied;
-  if (text.find("\nkiln-repro:") != std::string::npos || text.rfind("kiln-repro:", 0) == 0) {
-    ReproFile r = parse_repro(text, a.file);
-    applied = std::make_unique<AppliedReproConfig>(r);
-    g = r.graph;
-    if (backend.empty()) backend = r.backend;
-    inputs = a.inputs_dir.empty() ? repro_inputs(r, a.file) : graph::load_inputs(g, a.inputs_dir);
-    input_desc = a.inputs_dir.empty() ? "inputs from the repro" : "inputs from " + a.inputs_dir;
-    o.tolerance = a.tol.value_or(r.tolerance);
-    o.gradients = r.gradients;  // a repro checking gradients is minified on its gradients
-  } else {
-    g = graph::parse_graph(text, a.file);
-    graph::verify_graph(g, a.file);
-    if (!a.inputs_dir.empty()) {
-      inputs = graph::load_inputs(g, a.inputs_dir);
-      input_desc = "inputs from " + a.inputs_dir;
-    } else {
-      uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
-      inputs = graph::seeded_inputs(g, seed);
-      input_desc = fmt::format("inputs from seed {}", seed);
-    }
-    o.tolerance = a.tol.value_or(1e-4);
-  }
+  const graph::Graph& g = src.graph;
+  const std::vector<Tensor>& inputs = src.inputs;
+  const std::string backend = a.backend.empty() ? src.backend_or("") : a.backend;
+  const std::string& input_desc = src.input_desc;
+  o.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
+  o.gradients = a.grad || src.gradients();  // judged on outputs then gradients, as `kiln run --check --grad`
+  KILN_CHECK(!o.gradients || trains(g), "{}: --grad needs inputs marked `grad` (e.g. `%w: f32[4] grad`); graph {} "
+             "has none", a.file, g.name);
   KILN_CHECK(!backend.empty(), "kiln minify: name the backend that fails with --backend (available: {})",
              fmt::join(backend_names(), ", "));
-  manual_seed(a.seed.value_or(uint64_t(opt_int(Opt::Seed))));  // random ops draw the same in every candidate
+  manual_seed(src.seed);  // random ops draw the same in every candidate
   o.backend = backend;
   o.accuracy = a.accuracy;
   o.strict_accuracy = a.strict;
@@ -97,14 +82,17 @@ int run_minify(const MinifyArgs& a) {
     return 3;
   }
   fmt::print("re-verified: {}\n", res.reverify_message);
-  fmt::print("wrote {}{}; check it with: kiln repro run {}\n", o.output,
-             res.graph.inputs().empty() ? "" : " (inputs in " + o.output + ".inputs/)", o.output);
+  fmt::print("wrote {}{}; check it with: {}\n", terminal_safe(o.output),
+             res.graph.inputs().empty() ? "" : " (inputs in " + terminal_safe(o.output) + ".inputs/)",
+             reproduce_command(RunLine{.file = o.output, .repro_run = true}));
   if (!a.emit.empty()) {
     ReproFile r = load_repro(o.output);
     std::filesystem::path p(o.output);
     std::string stem = (p.parent_path() / p.stem()).string();
     std::string path = stem + (a.emit == "cpp" ? ".cpp" : ".py");
-    write_file_atomic(path, a.emit == "cpp" ? minify::emit_cpp(r, o.output) : minify::emit_torch(r, o.output));
+    write_file_atomic(path, a.emit == "cpp" ? minify::emit_cpp(r, o.output)
+                                            : minify::emit_torch(minify::with_torch_comparison_values(r, o.output),
+                                                                 o.output));
     fmt::print("wrote {} (--emit {})\n", path, a.emit);
   }
   fmt::print("\n{}", graph::print_graph(res.graph));
@@ -124,6 +112,9 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
                                                     "non-float outputs are ignored)");
   auto* strict = m->add_flag("--strict-accuracy", a.strict, "like --accuracy, but non-float outputs count too");
   acc->excludes(strict);
+  m->add_flag("--grad", a.grad, "judge the outputs and then the gradients of the inputs marked `grad` (forward and "
+                                "backward, as `kiln run --check --grad`); the repro records `check: gradients` "
+                                "(the default for a repro file that does)");
   m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
                                             "message modulo names and numbers)");
   m->add_option("-j,--jobs", a.jobs, "candidates run in parallel (default 1)")

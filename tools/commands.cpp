@@ -118,6 +118,7 @@ int run_demo() {
 void add_commands(CLI::App& app) {
   app.parse_complete_callback([] { load_options(); });
   install_repro_hook();  // KILN_REPRO_AFTER / KILN_REPRO_LEVEL in every command that compiles
+  install_crash_report();  // a crash says so on stderr, with the repro saved before compiling (minifier/hook.h)
   // Printed while parsing; CLI::Success ends the program with exit code 0.
   app.add_flag_callback("--help-options", [] {
     fmt::print("{}", options_help_text());

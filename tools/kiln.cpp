@@ -6,6 +6,7 @@
 
 #include "core/build_id.h"
 #include "core/error.h"
+#include "core/fired.h"
 #include "core/options.h"
 #include "kiln_version.h"
 #include "ops/blas.h"
@@ -46,9 +47,12 @@ int main(int argc, char** argv) {
       std::cerr << app.help();
       return 2;
     }
-    return kiln::cli::run_selected(app);
+    const int status = kiln::cli::run_selected(app);
+    kiln::warn_unfired_settings();  // once per run, however many children compiled (core/fired.h)
+    return status;
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: %s: %s\n", e.internal() ? "internal error" : "error", e.what());
+    kiln::warn_unfired_settings();  // "nothing to minify" reads better beside "KILN_INJECT=... never fired"
     return e.internal() ? 3 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln: internal error: %s\n", e.what());

@@ -8,6 +8,7 @@
 
 #include "aot/expand.h"
 #include "aot/functionalize.h"
+#include "core/fired.h"
 #include "graph/interpreter.h"
 #include "graph/meta_trace.h"
 #include "graph/passes.h"
@@ -176,6 +177,7 @@ class JointBuilder {
           const graph::ValueInfo& v = j_.graph.value(rec_.id_of(results[k]));
           const std::string right = v.stands_for.empty() ? v.name : v.stands_for;
           results[k] = add(results[k], 1);  // KILN_INJECT=<op>:vjp
+          note_injection_fired(op.name, "vjp");
           j_.graph.value(rec_.id_of(results[k])).stands_for = right;  // provenance (graph.h): the bisector's match
         }
       }

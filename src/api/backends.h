@@ -33,7 +33,7 @@ void check_backend_mode(const std::string& name, const std::string& mode);
 // the CompileError the backend's run would throw for `g`, and nothing a run would throw only later (a
 // compiled program never throws a CompileError while running). It never runs the graph; it returns the compiled
 // program, which runs `g` as the backend would: a tool that compiles and then runs calls that program, so the
-// graph is compiled once even where the backend bypasses its graph cache (under KILN_BISECT_*). Tools that need
+// graph is compiled once even where the backend bypasses its graph cache (under compiler logs). Tools that need
 // only to know whether and how a graph fails to compile call it instead of the backend (the minifier, for a
 // compile_error target: running the program cannot change that verdict and costs as much as compiling).
 using BackendCompileFn = std::function<GraphProgram(const graph::Graph&)>;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/fired.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -109,27 +110,6 @@ void check_bisect_settings() {
   }
 }
 
-void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
-                                     const std::string& what) {
-  const auto now = bisect_counts();
-  auto asked = [&](std::string_view stage, std::string_view subsystem) {
-    for (const auto& [site, n] : now) {
-      if (site.first != stage || (!subsystem.empty() && site.second != subsystem)) continue;
-      auto it = before.find(site);
-      if (n > (it == before.end() ? 0 : it->second)) return true;
-    }
-    return false;
-  };
-  for (Opt opt : {Opt::BisectDisable, Opt::BisectLimit}) {
-    for (const std::string& e : opt_list(opt)) {
-      auto [stage, subsystem] = split_key(entry_key(e, opt == Opt::BisectLimit));
-      if (!asked(stage, subsystem))
-        std::fprintf(stderr, "kiln: warning: %s=%s changed nothing while %s: that site was never asked\n",
-                     std::string(option_spec(opt).env).c_str(), e.c_str(), what.c_str());
-    }
-  }
-}
-
 bool should_run(std::string_view stage, std::string_view subsystem, const std::function<std::string()>& debug_info) {
   std::string key = fmt::format("{}:{}", stage, subsystem);
   int64_t index, stage_index;
@@ -149,9 +129,15 @@ bool should_run(std::string_view stage, std::string_view subsystem, const std::f
   }
   bool run = true;
   std::string why;
+  note_settings_read();
   for (const std::string& d : opt_list(Opt::BisectDisable))
-    if (d == key || d == stage) run = false, why = fmt::format(" (KILN_BISECT_DISABLE={})", d);
+    if (d == key || d == stage) {
+      run = false, why = fmt::format(" (KILN_BISECT_DISABLE={})", d);
+      note_setting_fired("KILN_BISECT_DISABLE=" + d);  // the site it names was asked (core/fired.h)
+    }
   std::vector<std::string> limits = opt_list(Opt::BisectLimit);
+  for (const std::string& l : limits)
+    if (std::string_view k = entry_key(l, true); k == key || k == stage) note_setting_fired("KILN_BISECT_LIMIT=" + l);
   if (auto n = limit_for(limits, key); run && n && index >= *n)
     run = false, why = fmt::format(" (KILN_BISECT_LIMIT {}={})", key, *n);
   if (auto n = limit_for(limits, stage); run && n && stage_index >= *n)

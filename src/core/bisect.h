@@ -26,10 +26,8 @@ const std::vector<std::pair<std::string_view, std::string_view>>& bisect_sites()
 // that no site has (with the closest valid name), so a misspelt bisection never quietly tests nothing.
 void check_bisect_settings();
 
-// After a compile: warns on stderr about each KILN_BISECT_* entry whose site(s) were not asked since
-// `before` (a bisect_counts() snapshot): the setting changed nothing in `what`.
-void warn_unanswered_bisect_settings(const std::map<std::pair<std::string, std::string>, int64_t>& before,
-                                     const std::string& what);
+// A KILN_BISECT_* entry whose site is never asked in a run is reported once, at the end of the run
+// (core/fired.h): should_run records each entry that names the site it is asked for.
 
 // Asks the hook to remember the debug info of application `index` (0-based) of `stage:subsystem` when it is
 // asked (the bisector names the first bad application's site with it); watched_bisect_site() returns it ("" until
@@ -38,7 +36,7 @@ void watch_bisect_site(std::string_view stage, std::string_view subsystem, int64
 std::string watched_bisect_site();
 
 // Runs a tool's compile step, then `run`, which compiles the same graphs again when the backend bypasses its
-// graph cache (as it does under KILN_BISECT_*): KILN_BISECT_LIMIT counts applications per process, so the run
+// graph cache (as it does under compiler logs or KILN_DEBUG_DIR): KILN_BISECT_LIMIT counts applications per process, so the run
 // counts from where the compile step started and both compiles take the same decisions. When the run compiled
 // nothing (it reused the compile step's program), the compile step's counts are kept.
 void compile_step_then_run(const std::function<void()>& compile_step, const std::function<void()>& run);

@@ -534,8 +534,9 @@ std::string options_markdown() {
       "A skipped application leaves a correct (possibly slower) program, so a bisector can binary-search N for\n"
       "the first application that makes a result wrong. The `bisect` log channel prints each decision with\n"
       "its count and the site's debug info. An entry that names no site (a misspelt stage or subsystem) is\n"
-      "an error naming the closest site; an entry whose site was never asked while compiling a graph gets a\n"
-      "warning after that compile (the setting changed nothing). The sites (`stage:subsystem`):\n\n";
+      "an error naming the closest site; an entry whose site was never asked in a run (its forked children\n"
+      "included) gets one warning when the run ends (the setting changed nothing; src/core/fired.h). Compiled\n"
+      "programs stay cached under a setting, keyed by it. The sites (`stage:subsystem`):\n\n";
   std::map<std::string_view, std::vector<std::string_view>> by_stage;
   for (const auto& [stage, subsystem] : bisect_sites()) by_stage[stage].push_back(subsystem);
   for (const auto& [stage, subsystems] : by_stage)

@@ -69,11 +69,12 @@ CompileHook* active_hook(const std::string& stage) {
   return nullptr;
 }
 
-// Whether this compilation must really happen (see CompileOptions): bisection, debug dumps, compiler logs and
-// the repro hook must each see it.
+// Whether this compilation must really happen (see CompileOptions): debug dumps, compiler logs and the repro
+// hook must each see it. KILN_BISECT_* settings do not: they are part of the cache key (graph_cache_key), so a
+// program compiled under one is reused under the same one, and timings under a bisection setting time calls,
+// not recompiles.
 bool must_compile_afresh(const CompileOptions& options) {
-  return !options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_list(Opt::BisectLimit).empty() ||
-         !opt_list(Opt::BisectDisable).empty() || !opt_string(Opt::DebugDir).empty() ||
+  return !options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_string(Opt::DebugDir).empty() ||
          log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) || log_enabled(LogChannel::Lowering) ||
          log_enabled(LogChannel::Bisect) || log_enabled(LogChannel::Graph) || log_enabled(LogChannel::Passes) ||
          log_enabled(LogChannel::Localise) || log_enabled(LogChannel::Stream) || log_enabled(LogChannel::Defer) ||
@@ -81,10 +82,14 @@ bool must_compile_afresh(const CompileOptions& options) {
 }
 
 // The graph-level cache key: derived from everything the compile depends on, the graph's structure and the
-// context (target, options, injection), never from a hand-kept list of settings. In memory only, so the text
-// itself is the key (no digest to compute on every cache hit).
+// context (target, options, injection), never from a hand-kept list of settings, and the bisection settings
+// (which sites may run). KILN_BISECT_LIMIT counts applications per process, so the program cached under a limit
+// is the one its first compile made: a later compile of the same graph under the same limit gets that program,
+// not one with every application past the count skipped. In memory only, so the text itself is the key (no
+// digest to compute on every cache hit).
 std::string graph_cache_key(const graph::Graph& g, const CompileContext& ctx) {
-  return fmt::format("{:016x}\n{}", g.structural_hash(), ctx.key_material());
+  return fmt::format("{:016x}\n{}\nbisect-disable={}\nbisect-limit={}", g.structural_hash(), ctx.key_material(),
+                     fmt::join(opt_list(Opt::BisectDisable), ","), fmt::join(opt_list(Opt::BisectLimit), ","));
 }
 
 // The context a compile of `g` runs its passes in: the backend's target, the options, KILN_INJECT.
@@ -178,7 +183,6 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
   const CompileOptions options = with_mode(requested);
   check_bisect_settings();
-  const auto asked_before = bisect_counts();
   CompileHook* hook = active_hook(options.repro_stage);
   if (hook) hook->compile_started(g, options.backend);
   std::shared_ptr<CompiledGraph> program;
@@ -188,7 +192,6 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
     if (hook) hook->failed(g, nullptr, "compile_error", e.what(), e.stage(), options.backend);
     throw;
   }
-  warn_unanswered_bisect_settings(asked_before, fmt::format("compiling graph {}", g.name));
   if (hook) {
     program->impl_->watch = std::make_unique<CompiledGraph::Impl::Watch>();
     program->impl_->watch->hook = hook;

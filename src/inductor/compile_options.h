@@ -22,8 +22,8 @@ struct CompileOptions {
   // Empty: default_compile_mode().
   std::string mode;
   // Return the already compiled program for a structurally equal graph compiled with the same options
-  // (in memory, this process). Never used while bisection, debug dumps, compiler logs or the repro hook are
-  // on, since those must see every compilation happen.
+  // (in memory, this process; KILN_BISECT_* settings are part of the key). Never used while debug dumps,
+  // compiler logs or the repro hook are on, since those must see every compilation happen.
   bool use_graph_cache = true;
 };
 

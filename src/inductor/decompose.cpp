@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/bisect.h"
+#include "core/fired.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
 #include "graph/meta_trace.h"
@@ -59,6 +60,7 @@ void decompose_node(const Graph& g, const Node& n, graph::GraphCloner& c, const 
   // turns into constants), so the decomposition sees exactly what eager's dispatcher gives it.
   OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) { return rec.bind(c[id]); }));
   std::string kind = inject.empty() ? "" : inject.kind_for(std::string(op.name));
+  if (kind == "decomposition") note_injection_fired(op.name, kind);
   if (kind == "decomposition" && (op.id == OpId::var || op.id == OpId::std)) call.args[2] = IValue(Scalar(int64_t(0)));
   std::vector<Tensor> results;
   {

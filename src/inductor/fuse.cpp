@@ -2,6 +2,7 @@
 #include <optional>
 
 #include "core/bisect.h"
+#include "core/fired.h"
 #include "core/error.h"
 #include "inductor/decision.h"
 #include "inductor/schedule_passes.h"
@@ -78,6 +79,7 @@ struct Fuser {
       if (p.kind == LoopNode::Kind::Reduction) {
         ok = index == ix_linear(producer->idx, p.sizes);
         if (!ok && ctx.inject.kind_for("fusion") == "accuracy") {
+          note_injection_fired("fusion", "accuracy");
           decide(fmt::format("inject accuracy: fuse {} although it reads {} at another outer point", lg.nodes[size_t(loop.node)].origin, p.origin));
           continue;
         }

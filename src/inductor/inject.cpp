@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/fired.h"
 #include "core/options.h"
 #include "ops/op_info.h"
 
@@ -38,6 +39,7 @@ InjectSpec InjectSpec::from_options() {
     }
     spec.entries.push_back(e);
   }
+  note_settings_read();  // an entry that then never fires is reported at the end of the run (core/fired.h)
   return spec;
 }
 

@@ -5,8 +5,8 @@
 // row into the reduction's kernel (it then reads a row that is not written yet). `<op>:decomposition` makes
 // that op's decomposition wrong (var and std ignore their correction; others add 1 to the first output).
 // `<op>:vjp` makes AOT autograd record that op's VJP wrong (1 added to each gradient; aot/joint.h).
-// `partition:accuracy` makes the min-cut partitioner's backward compute the first floating value it recomputes
-// as value + 1 (aot/partition_common.cpp): aot_eager_decomp_partition (min-cut) fails, aot_eager passes.
+// `partition:accuracy` makes the min-cut partitioner's backward compute each floating value it recomputes as
+// value + 1 (aot/partition_common.cpp): aot_eager_decomp_partition (min-cut) fails, aot_eager passes.
 // Nothing is injected unless asked for; when KILN_INJECT is empty each check is one branch on an empty set.
 #pragma once
 #include <string>

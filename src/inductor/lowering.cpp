@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/bisect.h"
+#include "core/fired.h"
 #include "core/log.h"
 #include "ops/common.h"
 #include "inductor/kernel_status.h"
@@ -400,6 +401,8 @@ Decision Lowerer::lower_pointwise(const Node& n, const OpCall& mc, const Lowerin
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
   std::string kind = inject_.empty() ? "" : inject_.kind_for(std::string(n.info().name));
   if (!kind.empty()) decide(fmt::format("inject {} into %{} = {}", kind, name(n.outputs[0]), n.info().name));
+  if (kind == "accuracy" || kind == "compile_error" || kind == "runtime_error" || kind == "crash")
+    note_injection_fired(n.info().name, kind);  // the kinds inject_bug makes (the others act elsewhere)
   int entry = kind.empty() ? -1 : inject_.index_of(std::string(n.info().name));
   // Each op with an f16/bf16 result rounds it where eager does (PyTorch Inductor's emulate_precision_casts):
   // keeping f32 between fused ops is no more accurate in general and makes compiled and eager disagree.
