@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include "bisect/bisect.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -43,17 +45,19 @@ int run_bisect(const BisectArgs& a) {
   bisect::BisectOptions o = options_of(a);
   bisect::BisectReport r;
   if (!a.command.empty()) {
-    fmt::print(stderr, "kiln bisect: the command `{}`{}\n", a.command, o.backend.empty() ? "" : ", ladder up to " + o.backend);
+    fmt::print(stderr, "kiln bisect: the command `{}`{}\n", terminal_safe(a.command),
+               o.backend.empty() ? "" : ", ladder up to " + o.backend);
     r = bisect::bisect_command(a.command, o);
   } else {
     if (o.backend.empty()) o.backend = "inductor";
     graph::Graph g = graph::load_graph(a.file);
     graph::verify_graph(g, a.file);
-    const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
+    const uint64_t seed = a.seed.value_or(opt_seed());
     std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
     std::string rerun = a.inputs_dir.empty() ? fmt::format("{} --seed {}", a.file, seed) : fmt::format("{} --inputs {}", a.file, a.inputs_dir);
     manual_seed(seed);  // random ops draw the same in every child
-    fmt::print(stderr, "kiln bisect: {} ({} op nodes) up to backend {}\n", a.file, g.num_op_nodes(), o.backend);
+    fmt::print(stderr, "kiln bisect: {} ({} op nodes) up to backend {}\n", terminal_safe(a.file), g.num_op_nodes(),
+               o.backend);
     r = bisect::bisect_graph(g, inputs, o, rerun);
   }
   fmt::print("{}", r.text());

@@ -7,6 +7,7 @@
 #include "bisect/doctor.h"
 #include "core/files.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -27,7 +28,7 @@ struct DoctorArgs {
 int run_doctor_command(const DoctorArgs& a) {
   graph::Graph g = graph::load_graph(a.file);
   graph::verify_graph(g, a.file);
-  const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
+  const uint64_t seed = a.seed.value_or(opt_seed());
   std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
   manual_seed(seed);
   bisect::DoctorOptions o;

@@ -9,9 +9,11 @@
 #include <filesystem>
 
 #include "api/backends.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "eager/npy.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
@@ -86,7 +88,7 @@ void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a) {
   const std::string path =
       (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
   write_file_atomic(path, minify::emit_torch(r, path));
-  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", path, path);
+  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", terminal_safe(path), terminal_safe(path));
 }
 
 // `--check --grad`: the graph run for training on the backend against the reference's outputs and gradients.
@@ -98,7 +100,7 @@ int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uin
   const GeneratorState start = default_generator();
   std::vector<Tensor> got = run_training(a.backend, g, inputs, run);
   TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), CompareOptions{}.tol);
-  fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", v.text);
+  fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", terminal_safe_lines(v.text));
   return v.ok ? 0 : 1;
 }
 
@@ -111,7 +113,7 @@ int run_run(const RunArgs& a) {
   }
   graph::Graph g = graph::load_graph(a.file);
   graph::verify_graph(g, a.file);
-  uint64_t seed = a.seed ? *a.seed : uint64_t(opt_int(Opt::Seed));
+  uint64_t seed = a.seed ? *a.seed : opt_seed();
   std::vector<Tensor> inputs = a.inputs_dir.empty() ? graph::seeded_inputs(g, seed) : graph::load_inputs(g, a.inputs_dir);
   std::optional<OutputLock> dump_lock;  // two runs dumping into one directory fail rather than mix their files
   if (!a.dump_dir.empty()) {
@@ -121,10 +123,12 @@ int run_run(const RunArgs& a) {
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
   std::vector<Tensor> outputs = backend(g, graph::copy_inputs(inputs));
-  fmt::print("{} ({} inputs {}, backend {}):\n", a.file, inputs.size(),
-             a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + a.inputs_dir, a.backend);
+  // File and value names are the user's: terminal_safe, so a name cannot move the cursor or retitle the window.
+  fmt::print("{} ({} inputs {}, backend {}):\n", terminal_safe(a.file), inputs.size(),
+             a.inputs_dir.empty() ? fmt::format("from seed {}", seed) : "from " + terminal_safe(a.inputs_dir),
+             terminal_safe(a.backend));
   for (size_t i = 0; i < outputs.size(); ++i) {
-    fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
+    fmt::print("  output {} %{}: {}\n", i, terminal_safe(g.value(g.outputs()[i]).name), summarize(outputs[i]));
     if (!a.dump_dir.empty())
       write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
@@ -134,7 +138,7 @@ int run_run(const RunArgs& a) {
 
   manual_seed(seed);
   CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs);
-  fmt::print("check against the fp64 reference: {}\n", verdict.str());
+  fmt::print("check against the fp64 reference: {}\n", terminal_safe_lines(verdict.str()));
   return verdict.ok ? 0 : 1;
 }
 
