@@ -1,8 +1,8 @@
 // Values a user gives that kiln once took silently or read two ways: seeds (KILN_SEED refused what --seed
 // took: one parser now, checked as a property), KILN_BACKEND naming no backend (ignored by a kiln::compile that
 // names its own), `kiln fuzz --ops ""` (read as every op), and repro headers (a second `backend:` line won
-// silently, `failure: none` "reproduced", CRLF line ends gave a version error). Each is now a clear error at
-// its source, or accepted the same everywhere.
+// silently, `failure: none` "reproduced" with exit 1, CRLF line ends gave a version error). Each is now a clear
+// error at its source, accepted the same everywhere, or defined (`failure: none`: the graph must keep passing).
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -152,10 +152,22 @@ TEST(ReproHeader, ASecondLineForAKeyIsRefusedNamingBothLines) {
   EXPECT_EQ(r.backend, "eager");
 }
 
-TEST(ReproHeader, FailureNoneIsRefusedAsNoFailureToReproduce) {
-  EXPECT_TRUE(refused(repro("backend: eager\nfailure: none\n"),
-                      "r.repro:3:1: failure: none records no failure; a repro file records the failure that still "
-                      "happens: compile_error, runtime_error, crash, hang or accuracy"));
+// `failure: none` records a graph that passed: `kiln repro run` says it still passes (exit 0) or that it fails
+// now (exit 1), never "REPRODUCES: none".
+TEST(ReproHeader, FailureNoneMeansTheGraphMustKeepPassing) {
+  const std::string dir = ::testing::TempDir();
+  const std::string passing = dir + "/none_passing.repro", failing = dir + "/none_failing.repro";
+  cli_test::write_file(passing, repro("backend: eager\nfailure: none\n"));
+  cli_test::write_file(failing, repro("backend: inductor\nconfig: KILN_INJECT=relu:accuracy\nfailure: none\n"));
+  CliResult ok = kiln_cli("repro run '" + passing + "'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("PASSES: the repro records no failure (failure: none)"), std::string::npos) << ok.output;
+  EXPECT_EQ(ok.output.find("REPRODUCES"), std::string::npos) << ok.output;
+  CliResult bad = kiln_cli("repro run '" + failing + "'");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("FAILS: accuracy (the repro records no failure: failure: none)"), std::string::npos)
+      << bad.output;
+  EXPECT_EQ(bad.output.find("REPRODUCES"), std::string::npos) << bad.output;
 }
 
 TEST(ReproHeader, CrlfLineEndsReadAsLf) {
