@@ -2,10 +2,12 @@
 // report.
 #include "bisect/doctor.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -19,58 +21,78 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string html_escape(std::string_view s) {
+// Multi-line text (a graph, the bisection's report) for an HTML <pre>: each line html_escape'd, which would
+// write the newlines themselves as \x0a.
+std::string html_lines(std::string_view text) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
+  for (size_t start = 0; start < text.size();) {
+    size_t end = std::min(text.find('\n', start), text.size());
+    out += html_escape(text.substr(start, end - start));
+    if (end < text.size()) out += '\n';
+    start = end + 1;
   }
   return out;
 }
+
+// A Markdown code block of `text`: terminal_safe lines between fences longer than any backtick run inside, so
+// a value name holding ``` cannot end the block.
+std::string markdown_block(std::string_view text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  std::string body = terminal_safe_lines(text);
+  if (!body.empty() && body.back() != '\n') body += '\n';
+  return fence + "\n" + body + fence + "\n";
+}
+
+std::string html_code(std::string_view s) { return "<code>" + html_escape(s) + "</code>"; }
 
 std::string rung_result(const LadderRung& r) {
   return r.failure.failed() ? fmt::format("FAILS: {}", r.failure.kind) : "passes";
 }
 
-// The closing section both reports share: the repro file and the exact bad pass, as plain lines.
-std::vector<std::string> conclusion(const DoctorResult& d) {
+// The closing section both reports share: the repro file and the exact bad pass, as plain lines. `code`
+// writes a name, path, command or message as a code span of the report's format (markdown_code, or html_code):
+// everything a user's graph names goes through it, so none of it reads as markup or a terminal escape; the rest
+// is kiln's own words.
+std::vector<std::string> conclusion(const DoctorResult& d, std::string (*code)(std::string_view)) {
   std::vector<std::string> lines;
   if (!d.failed) return {"Every backend of the ladder passes: nothing to repair."};
-  lines.push_back(fmt::format("Repro file: `{}` (check it with `kiln repro run {}`; {})", d.repro_path, d.repro_path,
-                              d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + d.reverify_message));
+  lines.push_back(fmt::format("Repro file: {} (check it with {}; {})", code(d.repro_path),
+                              code(fmt::format("kiln repro run {}", d.repro_path)),
+                              d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + code(d.reverify_message)));
   const BisectReport& b = d.bisect;
-  lines.push_back(fmt::format("First failing stage: `{}` ({}).", b.stage.empty() ? d.failing_backend : b.stage,
+  lines.push_back(fmt::format("First failing stage: {} ({}).", code(b.stage.empty() ? d.failing_backend : b.stage),
                               outcome_name(b.outcome)));
   if (b.culprit && !b.culprit->is_flip)
-    lines.push_back(fmt::format("The bad pass: `{}` application #{} (`{}`{}): `{}` fails, `{}` passes.", b.culprit->site,
-                                b.culprit->application, b.culprit->site_info,
-                                b.culprit->location.empty() ? "" : ", at " + b.culprit->location, b.repro_command,
-                                b.good_command));
+    lines.push_back(fmt::format("The bad pass: {} application #{} ({}{}): {} fails, {} passes.", code(b.culprit->site),
+                                b.culprit->application, code(b.culprit->site_info),
+                                b.culprit->location.empty() ? "" : ", at " + code(b.culprit->location),
+                                code(b.repro_command), code(b.good_command)));
   else if (b.culprit)
-    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip '{}' does: `{}` passes.",
-                                b.culprit->site, b.good_command));
+    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip {} does: {} passes.",
+                                code(b.culprit->site), code(b.good_command)));
   else
     lines.push_back(fmt::format("No compiler pass or configuration flip explains it ({}).", outcome_name(b.outcome)));
-  if (b.divergence) lines.push_back(fmt::format("First diverging node: `{}`.", b.divergence->node));
+  if (b.divergence) lines.push_back(fmt::format("First diverging node: {}.", code(b.divergence->node)));
   return lines;
 }
 
 std::string markdown(const DoctorResult& d, const DoctorOptions& o, const graph::Graph& minified) {
-  std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to `{}`.\n\n## 1. Ablation\n\n"
-                               "| backend | result |\n|---|---|\n", o.source, KILN_VERSION, KILN_GIT_HASH, o.bisect.backend);
-  for (const LadderRung& r : d.ablation) md += fmt::format("| `{}` | {} |\n", r.backend, rung_result(r));
+  std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to {}.\n\n## 1. Ablation\n\n"
+                               "| backend | result |\n|---|---|\n", markdown_code(o.source), KILN_VERSION, KILN_GIT_HASH,
+                               markdown_code(o.bisect.backend));
+  for (const LadderRung& r : d.ablation) md += fmt::format("| {} | {} |\n", markdown_code(r.backend), rung_result(r));
   if (d.failed) {
-    md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on `{}`.\n\n```\n{}```\n", d.original_ops,
-                      d.minified_ops, d.failing_backend, graph::print_graph(minified));
-    md += fmt::format("\n## 3. Bisection of the minified repro\n\n```\n{}```\n", d.bisect.text());
+    md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on {}.\n\n{}", d.original_ops, d.minified_ops,
+                      markdown_code(d.failing_backend), markdown_block(graph::print_graph(minified)));
+    md += fmt::format("\n## 3. Bisection of the minified repro\n\n{}", markdown_block(d.bisect.text()));
   }
   md += "\n## Conclusion\n\n";
-  for (const std::string& l : conclusion(d)) md += "- " + l + "\n";
+  for (const std::string& l : conclusion(d, markdown_code)) md += "- " + l + "\n";
   return md;
 }
 
@@ -96,14 +118,15 @@ std::string html(const DoctorResult& d, const DoctorOptions& o, const graph::Gra
   if (d.failed) {
     h += fmt::format("<h2>2. The graphs</h2>\n<table><tr><th>original ({} op nodes)</th><th>minified ({} op nodes)</th></tr>"
                      "<tr><td><pre>{}</pre></td><td><pre>{}</pre></td></tr></table>\n", d.original_ops, d.minified_ops,
-                     html_escape(graph::print_graph(original)), html_escape(graph::print_graph(minified)));
-    h += fmt::format("<h2>3. Bisection of the minified repro</h2>\n<pre>{}</pre>\n", html_escape(d.bisect.text()));
+                     html_lines(graph::print_graph(original)),
+                     html_lines(graph::print_graph(minified)));
+    h += fmt::format("<h2>3. Bisection of the minified repro</h2>\n<pre>{}</pre>\n", html_lines(d.bisect.text()));
     if (d.bisect.divergence)
       h += fmt::format("<h3>First diverging node: <code>{}</code></h3>\n<p>{}</p>\n{}", html_escape(d.bisect.divergence->node),
                        html_escape(d.bisect.divergence->narrowed_by), values_table(*d.bisect.divergence));
   }
   h += "<h2>Conclusion</h2>\n<ul>\n";
-  for (const std::string& l : conclusion(d)) h += "<li>" + html_escape(l) + "</li>\n";
+  for (const std::string& l : conclusion(d, html_code)) h += "<li>" + l + "</li>\n";
   return h + "</ul>\n</body></html>\n";
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/escape.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "inductor/compile.h"
@@ -95,7 +96,8 @@ std::string on_compile_failure(const graph::Graph& g, const std::vector<Tensor>*
   try {
     return write_and_maybe_minify(g, inputs_or_seeded(g, inputs), failure, backend, lv >= 2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the repro hook could not write or minify the failing graph: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the repro hook could not write or minify the failing graph: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
     return "";
   }
 }
@@ -108,7 +110,8 @@ void on_compile_start(const graph::Graph& g, const std::vector<Tensor>* inputs, 
     minify::write_repro_with_inputs(g, inputs_or_seeded(g, inputs), backend, {FailureKind::Crash, ""}, minify::current_config(),
                                     1e-4, path);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the repro hook could not save the graph before compiling: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the repro hook could not save the graph before compiling: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
   }
 }
 
@@ -136,7 +139,8 @@ class ReproCompileHook final : public CompileHook {
       on_compile_failure(g, inputs, FailureSignature{parse_failure_kind(kind, "CompileHook::failed"), message, stage},
                          backend);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "kiln: the repro hook could not write the failing graph: %s\n", e.what());
+      std::fprintf(stderr, "kiln: the repro hook could not write the failing graph: %s\n",
+                   terminal_safe_lines(e.what()).c_str());
     }
   }
   void first_run_succeeded(const graph::Graph& g) override { on_compile_done(g); }
@@ -167,7 +171,8 @@ FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::
     write_and_maybe_minify(g, inputs, f, backend, true);
     return f;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the accuracy hook failed: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the accuracy hook failed: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
     return {};
   }
 }
