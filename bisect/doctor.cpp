@@ -2,6 +2,7 @@
 // report.
 #include "bisect/doctor.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -20,6 +21,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Multi-line text (a graph, the bisection's report) for an HTML <pre>: each line html_escape'd, which would
+// write the newlines themselves as \x0a.
+std::string html_lines(std::string_view text) {
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = std::min(text.find('\n', start), text.size());
+    out += html_escape(text.substr(start, end - start));
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+// A Markdown code block of `text`: terminal_safe lines between fences longer than any backtick run inside, so
+// a value name holding ``` cannot end the block.
+std::string markdown_block(std::string_view text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(std::max<size_t>(3, longest + 1), '`');
+  std::string body = terminal_safe_lines(text);
+  if (!body.empty() && body.back() != '\n') body += '\n';
+  return fence + "\n" + body + fence + "\n";
+}
+
+std::string html_code(std::string_view s) { return "<code>" + html_escape(s) + "</code>"; }
+
 // A rung's result as the ablation saw it; a failure of a kind --accuracy / --error does not ask about says so.
 std::string rung_result(const LadderRung& r, Want want) {
   if (!r.failure.failed()) return "passes";
@@ -27,50 +57,55 @@ std::string rung_result(const LadderRung& r, Want want) {
   return fmt::format("FAILS: {} (not {}: {} does not count it)", r.failure.kind, want_text(want), want_flag(want));
 }
 
-// The closing section both reports share: the repro file and the exact bad pass, as plain lines.
-std::vector<std::string> conclusion(const DoctorResult& d) {
+// The closing section both reports share: the repro file and the exact bad pass, as plain lines. `code`
+// writes a name, path, command or message as a code span of the report's format (markdown_code, or html_code):
+// everything a user's graph names goes through it, so none of it reads as markup or a terminal escape; the rest
+// is kiln's own words.
+std::vector<std::string> conclusion(const DoctorResult& d, std::string (*code)(std::string_view)) {
   std::vector<std::string> lines;
   if (!d.failed) return {"Every backend of the ladder passes: nothing to repair."};
   if (d.failing_backend.empty()) {  // the ladder failed, only not in the way asked about: not a pass either
     const LadderRung& r = d.other_failure;
-    return {fmt::format("`{}` FAILS with {}, not {} ({}): not minified or bisected; run `kiln doctor` without {} to "
-                        "troubleshoot this failure.", r.backend, r.failure.kind, want_text(d.want), want_flag(d.want),
-                        want_flag(d.want)),
-            fmt::format("Reproduce: {}", markdown_code(d.other_command))};
+    return {fmt::format("{} FAILS with {}, not {} ({}): not minified or bisected; run `kiln doctor` without {} to "
+                        "troubleshoot this failure.", code(r.backend), r.failure.kind, want_text(d.want),
+                        want_flag(d.want), want_flag(d.want)),
+            fmt::format("Reproduce: {}", code(d.other_command))};
   }
-  lines.push_back(fmt::format("Repro file: {} (check it with {}; {})", markdown_code(d.repro_path),
-                              markdown_code(reproduce_command(RunLine{.file = d.repro_path, .repro_run = true})),
-                              d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + d.reverify_message));
+  lines.push_back(fmt::format("Repro file: {} (check it with {}; {})", code(d.repro_path),
+                              code(reproduce_command(RunLine{.file = d.repro_path, .repro_run = true})),
+                              d.reverified ? "re-verified: it reproduces" : "NOT re-verified: " + code(d.reverify_message)));
   const BisectReport& b = d.bisect;
-  lines.push_back(fmt::format("First failing stage: `{}` ({}).", b.stage.empty() ? d.failing_backend : b.stage,
+  lines.push_back(fmt::format("First failing stage: {} ({}).", code(b.stage.empty() ? d.failing_backend : b.stage),
                               outcome_name(b.outcome)));
   if (b.culprit && !b.culprit->is_flip)
-    lines.push_back(fmt::format("The bad pass: {} application #{} ({}{}): {} fails, {} passes.",
-                                markdown_code(b.culprit->site), b.culprit->application, markdown_code(b.culprit->site_info),
-                                b.culprit->location.empty() ? "" : ", at " + b.culprit->location,
-                                markdown_code(b.repro_command), markdown_code(b.good_command)));
+    lines.push_back(fmt::format("The bad pass: {} application #{} ({}{}): {} fails, {} passes.", code(b.culprit->site),
+                                b.culprit->application, code(b.culprit->site_info),
+                                b.culprit->location.empty() ? "" : ", at " + code(b.culprit->location),
+                                code(b.repro_command), code(b.good_command)));
   else if (b.culprit)
-    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip '{}' does: {} passes.",
-                                b.culprit->site, markdown_code(b.good_command)));
+    lines.push_back(fmt::format("No compiler pass explains it; the configuration flip {} does: {} passes.",
+                                code(b.culprit->site), code(b.good_command)));
   else
     lines.push_back(fmt::format("No compiler pass or configuration flip explains it ({}).", outcome_name(b.outcome)));
   if (!b.repro_command.empty() && !(b.culprit && !b.culprit->is_flip))
-    lines.push_back(fmt::format("Reproduce: {}", markdown_code(b.repro_command)));
-  if (b.divergence) lines.push_back(fmt::format("First diverging node: {}.", markdown_code(b.divergence->node)));
+    lines.push_back(fmt::format("Reproduce: {}", code(b.repro_command)));
+  if (b.divergence) lines.push_back(fmt::format("First diverging node: {}.", code(b.divergence->node)));
   return lines;
 }
 
 std::string markdown(const DoctorResult& d, const DoctorOptions& o, const graph::Graph& minified) {
-  std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to `{}`.\n\n## 1. Ablation\n\n"
-                               "| backend | result |\n|---|---|\n", o.source, KILN_VERSION, KILN_GIT_HASH, o.bisect.backend);
-  for (const LadderRung& r : d.ablation) md += fmt::format("| `{}` | {} |\n", r.backend, rung_result(r, d.want));
+  std::string md = fmt::format("# kiln doctor\n\n{} — kiln {} (git {}), ladder up to {}.\n\n## 1. Ablation\n\n"
+                               "| backend | result |\n|---|---|\n", markdown_code(o.source), KILN_VERSION, KILN_GIT_HASH,
+                               markdown_code(o.bisect.backend));
+  for (const LadderRung& r : d.ablation)
+    md += fmt::format("| {} | {} |\n", markdown_code(r.backend), terminal_safe(rung_result(r, d.want)));
   if (!d.failing_backend.empty()) {
-    md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on `{}`.\n\n```\n{}```\n", d.original_ops,
-                      d.minified_ops, d.failing_backend, graph::print_graph(minified));
-    md += fmt::format("\n## 3. Bisection of the minified repro\n\n```\n{}```\n", d.bisect.text());
+    md += fmt::format("\n## 2. Minified repro\n\n{} -> {} op nodes on {}.\n\n{}", d.original_ops, d.minified_ops,
+                      markdown_code(d.failing_backend), markdown_block(graph::print_graph(minified)));
+    md += fmt::format("\n## 3. Bisection of the minified repro\n\n{}", markdown_block(d.bisect.text()));
   }
   md += "\n## Conclusion\n\n";
-  for (const std::string& l : conclusion(d)) md += "- " + l + "\n";
+  for (const std::string& l : conclusion(d, markdown_code)) md += "- " + l + "\n";
   return md;
 }
 
@@ -97,14 +132,15 @@ std::string html(const DoctorResult& d, const DoctorOptions& o, const graph::Gra
   if (!d.failing_backend.empty()) {
     h += fmt::format("<h2>2. The graphs</h2>\n<table><tr><th>original ({} op nodes)</th><th>minified ({} op nodes)</th></tr>"
                      "<tr><td><pre>{}</pre></td><td><pre>{}</pre></td></tr></table>\n", d.original_ops, d.minified_ops,
-                     html_escape(graph::print_graph(original)), html_escape(graph::print_graph(minified)));
-    h += fmt::format("<h2>3. Bisection of the minified repro</h2>\n<pre>{}</pre>\n", html_escape(d.bisect.text()));
+                     html_lines(graph::print_graph(original)),
+                     html_lines(graph::print_graph(minified)));
+    h += fmt::format("<h2>3. Bisection of the minified repro</h2>\n<pre>{}</pre>\n", html_lines(d.bisect.text()));
     if (d.bisect.divergence)
       h += fmt::format("<h3>First diverging node: <code>{}</code></h3>\n<p>{}</p>\n{}", html_escape(d.bisect.divergence->node),
                        html_escape(d.bisect.divergence->narrowed_by), values_table(*d.bisect.divergence));
   }
   h += "<h2>Conclusion</h2>\n<ul>\n";
-  for (const std::string& l : conclusion(d)) h += "<li>" + html_escape(l) + "</li>\n";
+  for (const std::string& l : conclusion(d, html_code)) h += "<li>" + l + "</li>\n";
   return h + "</ul>\n</body></html>\n";
 }
 

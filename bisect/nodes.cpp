@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/escape.h"
 #include "core/bisect.h"
 #include "core/options.h"
 #include "eager/philox.h"
@@ -94,10 +95,11 @@ nlohmann::json first_divergence(const graph::Graph& g, const std::vector<Tensor>
     if (v.ok) continue;
     const OutputVerdict& o = v.outputs[0];
     int64_t from = std::max<int64_t>(o.worst_index, 0);
-    out["value"] = vi.name;
-    out["node"] = graph::node_label(g, g.nodes()[size_t(vi.producer)]);
-    out["step"] = m.step;
-    out["verdict"] = v.str();
+    // Value names need not be UTF-8 (json's dump refuses that): lossless text, as every JSON writer.
+    out["value"] = utf8_lossless(vi.name);
+    out["node"] = utf8_lossless(graph::node_label(g, g.nodes()[size_t(vi.producer)]));
+    out["step"] = utf8_lossless(m.step);
+    out["verdict"] = utf8_lossless(v.str());
     out["worst_index"] = o.worst_index;
     out["expected"] = values_from(ref, from, 8);
     out["actual"] = values_from(m.tensor, from, 8);
@@ -198,7 +200,8 @@ void find_divergence(const graph::Graph& g, const std::vector<Tensor>& inputs, B
                                       o.timeout_s, setup_limit_for(o.timeout_s));
     ++r.child_runs;
     if (o.progress)
-      fmt::print(stderr, "kiln bisect: [{} runs] node step, {}: {:.1f} s\n", r.child_runs, rec.name, res.seconds);
+      fmt::print(stderr, "kiln bisect: [{} runs] node step, {}: {:.1f} s\n", r.child_runs, terminal_safe(rec.name),
+                 res.seconds);
     if (res.kind != FailureKind::None) continue;  // this recording crashed or hung: try the next way
     nlohmann::json j = nlohmann::json::parse(res.payload);
     if (!j["deterministic"].get<bool>()) {

@@ -7,6 +7,7 @@
 
 #include "api/backends.h"
 #include "bisect/bisect.h"
+#include "core/escape.h"
 #include "core/bisect.h"
 #include "core/error.h"
 #include "core/options.h"
@@ -122,7 +123,7 @@ class Search {
     ++r_.child_runs;
     if (o_.progress)
       fmt::print(stderr, "kiln bisect: [{} runs, {:.1f} s] {}: {}\n", r_.child_runs,
-                 std::chrono::duration<double>(Clock::now() - start_).count(), what,
+                 std::chrono::duration<double>(Clock::now() - start_).count(), terminal_safe(what),
                  res.failure.failed() ? std::string(failure_kind_name(res.failure.kind)) : "passes");
     return res;
   }

@@ -14,6 +14,7 @@
 #include "bisect/bisect.h"
 #include "eager/philox.h"
 #include "bisect/nodes.h"
+#include "core/escape.h"
 #include "core/bisect.h"
 #include "core/escape.h"
 #include "core/options.h"
@@ -31,10 +32,11 @@ namespace {
 std::string payload(const FailureSignature& f, const std::map<std::string, int64_t>& counts, bool counts_known,
                     const std::string& site_info) {
   nlohmann::json j;
-  j["failure"] = encode_failure(f);
+  // The failure's message and the site name the graph's values, which need not be UTF-8 (json's dump refuses it).
+  j["failure"] = utf8_lossless(encode_failure(f));
   j["counts"] = counts;
   j["counts_known"] = counts_known;
-  j["site"] = site_info;
+  j["site"] = utf8_lossless(site_info);
   return j.dump();
 }
 

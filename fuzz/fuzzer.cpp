@@ -11,6 +11,7 @@
 #include <regex>
 #include <set>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
@@ -373,9 +374,10 @@ std::string FuzzSummary::json() const {
   j["nan_free_rate"] = valid ? double(nan_free) / double(valid) : 1.0;
   j["findings"] = nlohmann::json::array();
   for (const FindingRecord& f : findings)
-    j["findings"].push_back({{"signature", f.signature}, {"kind", failure_kind_name(f.kind)}, {"variant", f.variant},
-                             {"seed", f.seed}, {"index", f.index}, {"hits", f.hits}, {"repro", f.repro},
-                             {"minimized", f.minimized}, {"message", f.message}, {"note", f.note}});
+    j["findings"].push_back({{"signature", utf8_lossless(f.signature)}, {"kind", failure_kind_name(f.kind)},
+                             {"variant", f.variant}, {"seed", f.seed}, {"index", f.index}, {"hits", f.hits},
+                             {"repro", utf8_lossless(f.repro)}, {"minimized", f.minimized},
+                             {"message", utf8_lossless(f.message)}, {"note", utf8_lossless(f.note)}});
   std::set<OpId> ops;
   nlohmann::json cov = nlohmann::json::object();
   for (const auto& [k, n] : coverage) {
@@ -385,7 +387,7 @@ std::string FuzzSummary::json() const {
   j["infer_gaps"] = nlohmann::json::array();
   for (const auto& [key, gap] : infer_gaps)
     j["infer_gaps"].push_back({{"pattern", key}, {"count", gap.count}, {"first_index", gap.first_index},
-                               {"example", gap.example}});
+                               {"example", utf8_lossless(gap.example)}});
   j["coverage"] = {{"ops_reached", ops.size()}, {"ops_total", all_ops().size()}, {"nodes", cov}};
   return j.dump(2);
 }

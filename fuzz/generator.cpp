@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "autograd/autograd.h"
 #include "eager/philox.h"
 #include "fuzz/domains.h"
@@ -594,6 +595,8 @@ FuzzCase generate_indexed(uint64_t seed, uint64_t index, const GenOptions& opts)
 }
 
 std::vector<OpId> parse_op_list(const std::string& list) {
+  KILN_CHECK(!list.empty(), "--ops: the list is empty; name the ops to draw nodes from (comma-separated, `kiln ops` "
+             "lists them), or leave --ops out for every op of the table");
   std::vector<OpId> ops;
   size_t start = 0;
   while (start <= list.size()) {
@@ -601,7 +604,7 @@ std::vector<OpId> parse_op_list(const std::string& list) {
     std::string name = list.substr(start, comma - start);
     const OpInfo* op = find_op(name);
     KILN_CHECK(op, "--ops: unknown op '{}'; expected comma-separated op names of the table (`kiln ops` lists them)",
-               name);
+               terminal_safe(name));
     ops.push_back(op->id);
     start = comma + 1;
   }

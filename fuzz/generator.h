@@ -48,7 +48,8 @@ FuzzCase generate_from_node_seeds(uint64_t graph_seed, const std::vector<uint64_
 // Graph `index` of the run seeded `seed`: a pure function of (seed, index, opts).
 FuzzCase generate_indexed(uint64_t seed, uint64_t index, const GenOptions& opts = {});
 
-// The ops `kiln fuzz --ops LIST` names (comma-separated op names); kiln::Error naming an unknown one.
+// The ops `kiln fuzz --ops LIST` names (comma-separated op names); kiln::Error naming an unknown one, or for an
+// empty list (which would otherwise read as "every op").
 std::vector<OpId> parse_op_list(const std::string& list);
 
 // What coverage counts a node as: its op and the dtype it computes in (its first tensor argument's dtype, or

@@ -24,6 +24,7 @@
 #include "graph/text.h"
 #include "kiln_version.h"
 #include "ops/api.h"
+#include "core/escape.h"
 #include "core/files.h"
 
 namespace kiln::gate {
@@ -103,9 +104,11 @@ BenchRun run_benchmarks(const std::vector<std::string>& graph_files, const Bench
   for (const std::string& file : graph_files) {
     graph::Graph g = graph::load_graph(file);
     graph::verify_graph(g, file);
-    std::string prefix = graph_case_prefix(file);
+    // Case names go into JSON files (nlohmann::json refuses text that is not UTF-8) and are compared with
+    // the names read back from them: made valid UTF-8 once, here.
+    std::string prefix = utf8_lossless(graph_case_prefix(file));
     KILN_CHECK(prefixes.insert(prefix).second, "{}: another graph has the name {}; benchmark names must be unique "
-               "(rename one file)", file, prefix);
+               "(rename one file)", terminal_safe(file), terminal_safe(prefix));
     std::vector<Tensor> inputs = graph::seeded_inputs(g, c.seed);
     graph::Interpreter eager(g);
     std::vector<Tensor> outputs;
@@ -154,8 +157,9 @@ json google_benchmark_json(const BenchRun& run) {
                             {"iterations", n}, {"real_time", value}, {"cpu_time", value}, {"time_unit", "ms"}});
   }
   return {{"context",
-           {{"date", run.date}, {"executable", "kiln bench"}, {"kiln_version", run.kiln_version},
-            {"git", run.git_hash}, {"backend", run.backend}, {"cpu", run.machine.cpu},
+           {{"date", utf8_lossless(run.date)}, {"executable", "kiln bench"}, {"kiln_version", utf8_lossless(run.kiln_version)},
+            {"git", utf8_lossless(run.git_hash)}, {"backend", utf8_lossless(run.backend)},
+            {"cpu", utf8_lossless(run.machine.cpu)},
             {"num_cpus", run.machine.threads}, {"library_build_type", "release"}}},
           {"benchmarks", benchmarks}};
 }
@@ -268,20 +272,6 @@ std::vector<BenchRun> load_history(const std::string& path) {
 }
 
 namespace {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // One case's plot: x = run, y = median ms (0 at the bottom), a bar from the fastest to the slowest sample.
 std::string case_svg(const std::string& name, const std::vector<BenchRun>& history, double tolerance, double alpha,

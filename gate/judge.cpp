@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "repro/command.h"
 
@@ -59,6 +61,38 @@ void compare_memory(EntryResult& r, const Measurement& before, const Thresholds&
                                         r.now.peak_bytes, before.peak_bytes, 100 * t.memory_tolerance));
 }
 
+// Every field of a baseline entry the verdicts read, checked before it is read, so a hand-edited or damaged
+// baseline is bad input naming the field rather than a silent verdict: a status gate knows (another word would
+// count as a failure that is now FIXED), times that are numbers >= 0, a peak that is an integer >= 0, and call
+// times for a graph entry that passed (with none, its time comparison would silently never happen).
+void check_baseline_entry(const json& j, const std::string& name, const std::string& where) {
+  KILN_CHECK(j.is_object(), "{} is {}; expected an object", where, j.type_name());
+  KILN_CHECK(j.contains("status") && j["status"].is_string() && is_status_word(j["status"].get<std::string>()),
+             "{}: \"status\" is {}; expected one of pass, skipped, compile_error, runtime_error, crash, hang, "
+             "accuracy, invalid", where, j.contains("status") ? j["status"].dump() : std::string("missing"));
+  if (j.contains("message"))
+    KILN_CHECK(j["message"].is_string(), "{}: \"message\" is {}; expected text", where, j["message"].type_name());
+  for (const char* key : {"run_ms", "compile_ms"}) {
+    if (!j.contains(key)) continue;
+    KILN_CHECK(j[key].is_array(), "{}: \"{}\" is {}; expected a list of milliseconds", where, key, j[key].type_name());
+    for (const json& v : j[key])
+      KILN_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0, "{}: \"{}\" holds {}; "
+                 "expected milliseconds, numbers >= 0", where, key, v.dump());
+  }
+  if (j.contains("seconds"))
+    KILN_CHECK(j["seconds"].is_number() && j["seconds"].get<double>() >= 0, "{}: \"seconds\" is {}; expected a "
+               "number >= 0", where, j["seconds"].dump());
+  if (j.contains("peak_bytes")) {
+    const json& p = j["peak_bytes"];
+    KILN_CHECK(p.is_number_unsigned() && p.get<uint64_t>() <= uint64_t(INT64_MAX), "{}: \"peak_bytes\" is {}; "
+               "expected a byte count, an integer >= 0", where, p.dump());
+  }
+  const bool graph = !(name.size() >= 6 && name.compare(name.size() - 6, 6, ".repro") == 0);
+  const bool no_calls = !j.contains("run_ms") || j["run_ms"].empty();
+  KILN_CHECK(!(graph && j["status"] == "pass" && no_calls), "{}: \"run_ms\" is empty for a graph entry that "
+             "passed; a baseline records its call times (a repro entry has none)", where);
+}
+
 }  // namespace
 
 std::string Machine::str() const { return fmt::format("{} ({} threads)", cpu.empty() ? "unknown CPU" : cpu, threads); }
@@ -106,8 +140,13 @@ Baseline load_baseline(const std::string& path) {
     b.machine.threads = j.at("machine").at("threads").get<int>();
     b.kiln_version = j.value("kiln_version", "");
     b.git_hash = j.value("git", "");
-    for (const auto& [name, entry] : j.at("entries").items())
-      b.entries[name] = measurement_from_json(entry, fmt::format("{}: entry {}", path, name));
+    KILN_CHECK(j.at("entries").is_object(), "{}: \"entries\" is {}; expected an object of entries by name", path,
+               j.at("entries").type_name());
+    for (const auto& [name, entry] : j.at("entries").items()) {
+      const std::string where = fmt::format("{}: entry {}", path, terminal_safe(name));
+      check_baseline_entry(entry, name, where);
+      b.entries[name] = measurement_from_json(entry, where);
+    }
   } catch (const json::exception& e) {
     fail("{}: malformed baseline ({}); write a new one with --update-baseline", path, e.what());
   }
@@ -116,12 +155,13 @@ Baseline load_baseline(const std::string& path) {
 
 void save_baseline(const Baseline& b, const std::string& path) {
   json entries = json::object();
-  for (const auto& [name, m] : b.entries) entries[name] = to_json(m);
+  // Entry names are file names, which need not be UTF-8: keyed by utf8_lossless(name), as judge looks them up.
+  for (const auto& [name, m] : b.entries) entries[utf8_lossless(name)] = to_json(m);
   json j = {{kBaselineTag, kBaselineFormatVersion},
-            {"backend", b.backend},
-            {"machine", {{"cpu", b.machine.cpu}, {"threads", b.machine.threads}}},
-            {"kiln_version", b.kiln_version},
-            {"git", b.git_hash},
+            {"backend", utf8_lossless(b.backend)},
+            {"machine", {{"cpu", utf8_lossless(b.machine.cpu)}, {"threads", b.machine.threads}}},
+            {"kiln_version", utf8_lossless(b.kiln_version)},
+            {"git", utf8_lossless(b.git_hash)},
             {"entries", entries}};
   write_file_atomic(path, j.dump(2) + "\n");
 }
@@ -137,6 +177,7 @@ std::vector<EntryResult> judge(const Suite& suite, const std::vector<Measurement
     r.reproduce = reproduce_command(r.entry, config, r.now);
     if (baseline) {
       auto it = baseline->entries.find(r.entry.name);
+      if (it == baseline->entries.end()) it = baseline->entries.find(utf8_lossless(r.entry.name));  // save_baseline's key
       if (it != baseline->entries.end()) r.before = it->second;
       else r.notes.push_back("new entry: not in the baseline");
     }

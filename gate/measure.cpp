@@ -12,6 +12,7 @@
 #include "api/backends.h"
 #include "gate/rank_test.h"
 #include "core/device.h"
+#include "core/escape.h"
 #include "core/options.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
@@ -185,11 +186,21 @@ Measurement from_isolated(const IsolatedResult& r, double timeout_s) {
 }  // namespace
 
 json to_json(const Measurement& m) {
-  json j = {{"status", m.status}, {"message", m.message}, {"compile_ms", m.compile_ms}, {"run_ms", m.run_ms},
+  // A message quotes file names and value names, which need not be UTF-8 (nlohmann::json's dump refuses that).
+  json j = {{"status", utf8_lossless(m.status)}, {"message", utf8_lossless(m.message)}, {"compile_ms", m.compile_ms},
+            {"run_ms", m.run_ms},
             {"seconds", m.seconds}};
   if (m.peak_bytes >= 0) j["peak_bytes"] = m.peak_bytes;
   if (m.gradients) j["check"] = "gradients";
   return j;
+}
+
+bool is_status_word(const std::string& status) {
+  if (status == "pass" || status == "skipped") return true;
+  for (FailureKind k : {FailureKind::CompileError, FailureKind::RuntimeError, FailureKind::Crash, FailureKind::Hang,
+                        FailureKind::Accuracy, FailureKind::Invalid})
+    if (status == failure_kind_name(k)) return true;
+  return false;
 }
 
 Measurement measurement_from_json(const json& j, const std::string& where) {

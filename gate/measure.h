@@ -43,5 +43,7 @@ std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& conf
 
 nlohmann::json to_json(const Measurement& m);
 Measurement measurement_from_json(const nlohmann::json& j, const std::string& where);
+// Whether `status` is one of the status words above.
+bool is_status_word(const std::string& status);
 
 }  // namespace kiln::gate

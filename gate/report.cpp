@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/escape.h"
+
 namespace kiln::gate {
 
 using nlohmann::json;
@@ -28,26 +30,20 @@ std::string figures(const EntryResult& r) {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string xml_escape(const std::string& s) {
+// A Markdown table cell: the first line of `s` as a code span (markdown_code: nothing in it is markup or a
+// terminal escape), with '|' escaped so it cannot end the cell.
+std::string markdown_cell(const std::string& s) {
   std::string out;
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 cannot hold other control characters, not even as references.
-        out += c < 0x20 && c != '\n' && c != '\t' && c != '\r' ? '?' : char(c);
-    }
-  }
+  for (char c : markdown_code(first_line(s))) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
 }
 
-std::string markdown_cell(const std::string& s) {
-  std::string out;
-  for (char c : first_line(s)) out += c == '|' ? std::string("\\|") : std::string(1, c);
+// Text for a JSON string: every name, path and message comes from users' files and may not be UTF-8, which
+// nlohmann::json's dump refuses (utf8_lossless).
+json text(const std::string& s) { return utf8_lossless(s); }
+json texts(const std::vector<std::string>& v) {
+  json out = json::array();
+  for (const std::string& s : v) out.push_back(text(s));
   return out;
 }
 
@@ -60,16 +56,17 @@ int count_verdict(const std::vector<EntryResult>& results, Verdict v) {
 }
 
 std::string summary_text(const std::vector<EntryResult>& results, const RunInfo& info) {
-  std::string out = fmt::format("kiln gate {} (backend {}, {}):\n", info.suite, info.backend,
-                                info.baseline.empty() ? "no baseline: every entry must pass" : "baseline " + info.baseline);
+  std::string out = fmt::format("kiln gate {} (backend {}, {}):\n", terminal_safe(info.suite), info.backend,
+                                info.baseline.empty() ? "no baseline: every entry must pass"
+                                                      : "baseline " + terminal_safe(info.baseline));
   for (const EntryResult& r : results) {
-    out += fmt::format("  {:<13} {}", verdict_name(r.verdict), r.entry.name);
-    if (r.verdict == Verdict::Skipped) out += "  (" + r.entry.skip_reason + ")";
+    out += fmt::format("  {:<13} {}", verdict_name(r.verdict), terminal_safe(r.entry.name));
+    if (r.verdict == Verdict::Skipped) out += "  (" + terminal_safe(r.entry.skip_reason) + ")";
     else if (r.now.passed() && !figures(r).empty()) out += "  " + figures(r);
-    else out += "  " + r.now.status + ": " + first_line(r.now.message);
+    else out += "  " + terminal_safe(r.now.status) + ": " + terminal_safe(first_line(r.now.message));
     out += "\n";
-    for (const std::string& what : r.regressions) out += "      regressed: " + first_line(what) + "\n";
-    for (const std::string& note : r.notes) out += "      note: " + note + "\n";
+    for (const std::string& what : r.regressions) out += "      regressed: " + terminal_safe(first_line(what)) + "\n";
+    for (const std::string& note : r.notes) out += "      note: " + terminal_safe(note) + "\n";
     if (r.verdict == Verdict::Regression) out += "      reproduce: " + r.reproduce + "\n";
   }
   out += fmt::format("{} entries: {} passed, {} regressed, {} known failures, {} fixed, {} skipped ({:.1f} s)\n",
@@ -109,16 +106,16 @@ std::string junit_xml(const std::vector<EntryResult>& results, const RunInfo& in
 std::string json_report(const std::vector<EntryResult>& results, const RunInfo& info) {
   json entries = json::array();
   for (const EntryResult& r : results) {
-    json e = {{"name", r.entry.name}, {"path", r.entry.path}, {"verdict", verdict_name(r.verdict)},
-              {"result", to_json(r.now)}, {"regressions", r.regressions}, {"notes", r.notes},
-              {"reproduce", r.reproduce}};
+    json e = {{"name", text(r.entry.name)}, {"path", text(r.entry.path)}, {"verdict", verdict_name(r.verdict)},
+              {"result", to_json(r.now)}, {"regressions", texts(r.regressions)}, {"notes", texts(r.notes)},
+              {"reproduce", text(r.reproduce)}};
     if (r.before) e["baseline"] = to_json(*r.before);
     if (r.time_test) e["time_test"] = {{"u", r.time_test->u}, {"p_value", r.time_test->p_value}, {"exact", r.time_test->exact}};
     entries.push_back(e);
   }
-  json j = {{"suite", info.suite},
-            {"backend", info.backend},
-            {"baseline", info.baseline},
+  json j = {{"suite", text(info.suite)},
+            {"backend", text(info.backend)},
+            {"baseline", text(info.baseline)},
             {"seconds", info.seconds},
             {"regressions", count_verdict(results, Verdict::Regression)},
             {"entries", entries}};
@@ -133,13 +130,14 @@ std::string markdown_table(const std::vector<EntryResult>& results, const RunInf
   for (const EntryResult& r : results) {
     auto ms = [](const std::vector<double>& xs) { return xs.empty() ? std::string("") : fmt::format("{:.3g}", median(xs)); };
     std::string result = r.regressions.empty() ? r.now.status : r.regressions.front();
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.entry.name), verdict_name(r.verdict),
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(r.entry.name), verdict_name(r.verdict),
                        markdown_cell(result), ms(r.now.run_ms), r.before ? ms(r.before->run_ms) : "",
                        ms(r.now.compile_ms),
                        r.now.peak_bytes >= 0 ? std::to_string(r.now.peak_bytes) : "");
   }
   for (const EntryResult& r : results)
-    if (r.verdict == Verdict::Regression) out += fmt::format("\nReproduce `{}`: `{}`\n", r.entry.name, r.reproduce);
+    if (r.verdict == Verdict::Regression)
+      out += fmt::format("\nReproduce {}: {}\n", markdown_code(r.entry.name), markdown_code(r.reproduce));
   return out;
 }
 

@@ -122,7 +122,8 @@ std::string on_compile_failure(const graph::Graph& g, const std::vector<Tensor>*
   try {
     return write_and_maybe_minify(g, inputs_or_seeded(g, inputs), failure, backend, lv >= 2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the repro hook could not write or minify the failing graph: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the repro hook could not write or minify the failing graph: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
     return "";
   }
 }
@@ -139,7 +140,8 @@ void on_compile_start(const graph::Graph& g, const std::vector<Tensor>* inputs, 
                                "compiling as {}: check it with: {}", terminal_safe(g.name), backend, terminal_safe(path),
                                check_line(path)));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the repro hook could not save the graph before compiling: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the repro hook could not save the graph before compiling: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
   }
 }
 
@@ -168,7 +170,8 @@ class ReproCompileHook final : public CompileHook {
       on_compile_failure(g, inputs, FailureSignature{parse_failure_kind(kind, "CompileHook::failed"), message, stage},
                          backend);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "kiln: the repro hook could not write the failing graph: %s\n", e.what());
+      std::fprintf(stderr, "kiln: the repro hook could not write the failing graph: %s\n",
+                   terminal_safe_lines(e.what()).c_str());
     }
   }
   void first_run_succeeded(const graph::Graph& g) override { on_compile_done(g); }
@@ -199,7 +202,8 @@ FailureSignature check_accuracy_after_compile(const graph::Graph& g, const std::
     write_and_maybe_minify(g, inputs, f, backend, true);
     return f;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: the accuracy hook failed: %s\n", e.what());
+    std::fprintf(stderr, "kiln: the accuracy hook failed: %s\n",
+                 terminal_safe_lines(e.what()).c_str());
     return {};
   }
 }

@@ -14,9 +14,11 @@
 #include <set>
 #include <sstream>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "eager/npy.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
 #include "minifier/hook.h"
@@ -101,7 +103,7 @@ void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, 
   j["source_hash"] = fmt::format("{:016x}", o.source_hash);
   j["backend"] = o.backend;
   j["target_kind"] = failure_kind_name(t.failure.kind);
-  j["target_message"] = t.failure.message;
+  j["target_message"] = utf8_lossless(t.failure.message);  // messages quote value names, which need not be UTF-8
   j["oracle_calls"] = s.oracle_calls;
   j["cache_hits"] = s.cache_hits;
   j["accepted"] = s.accepted;
@@ -282,7 +284,7 @@ class MinifyRun {
     ro.on_accept = [this](const Candidate& c, const ReduceStats& s) {
       if (opts_.progress && !progress_on_tty())
         std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d oracle calls | %.1f s | %s\n", s.ops,
-                     s.start_ops, s.oracle_calls, s.seconds, c.move.c_str());
+                     s.start_ops, s.oracle_calls, s.seconds, terminal_safe(c.move).c_str());  // names values
       ReduceStats copy = s;
       checkpoint(c.graph, src_.inputs_of(c.graph), copy);
     };

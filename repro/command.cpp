@@ -37,7 +37,10 @@ std::map<std::string, std::string> settings_in_effect() {
       case OptType::Choice: v = opt_string(s.id); differs = v != s.default_value; break;
       case OptType::List: v = fmt::format("{}", fmt::join(opt_list(s.id), ",")); differs = v != s.default_value; break;
       case OptType::Int:
-      case OptType::Bytes: v = std::to_string(opt_int(s.id)); differs = v != s.default_value; break;
+      case OptType::Bytes:  // a seed may exceed int64_t: read by its own parser (core/seed.h)
+        v = s.id == Opt::Seed ? std::to_string(opt_seed()) : std::to_string(opt_int(s.id));
+        differs = v != s.default_value;
+        break;
       case OptType::Bool: {  // KILN_OWN_EXP=0 changes what is computed as much as an integer does
         const bool on = opt_bool(s.id);
         v = on ? "1" : "0";

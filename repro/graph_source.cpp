@@ -26,7 +26,7 @@ GraphSource load_graph_source(const std::string& file, const std::string& inputs
     s.graph = graph::parse_graph(text, file);
     graph::verify_graph(s.graph, file);
   }
-  s.seed = seed.value_or(uint64_t(opt_int(Opt::Seed)));
+  s.seed = seed.value_or(opt_seed());
   if (!inputs_dir.empty()) {
     s.inputs = graph::load_inputs(s.graph, inputs_dir);
     s.inputs_dir = inputs_dir;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "core/device_hooks.h"
 #include "core/hash.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "graph/text.h"
 #include "kiln_version.h"
 
@@ -144,6 +146,13 @@ class HeaderReader {
   [[noreturn]] void err(const std::string& what) const { fail("{}:{}:1: {}", filename_, line_no, what); }
 
   void read(const std::string& key, const std::string& value) {
+    // One line per key (config and input-hash: one per option and file): a second `backend:` would otherwise
+    // win silently, and a reviewer reading the first would not see what runs.
+    if (key != "config" && key != "input-hash") {
+      auto [at, fresh] = key_lines_.emplace(key, line_no);
+      if (!fresh) err(fmt::format("a second '{}' line (the first is line {}); a repro file gives each key once", key,
+                                  at->second));
+    }
     if (key == "kiln-repro") version(value);
     else if (key == "kiln-version") r_.kiln_version = value;
     else if (key == "git") r_.git_hash = value;
@@ -190,12 +199,16 @@ class HeaderReader {
       ScopedOption check(repro_settable_option(value.substr(0, eq)), value.substr(eq + 1));
       return 0;
     });
-    r_.config[value.substr(0, eq)] = value.substr(eq + 1);
+    const std::string name = value.substr(0, eq);
+    auto [at, fresh] = config_lines_.emplace(name, line_no);
+    if (!fresh) err(fmt::format("a second 'config: {}=...' line (the first is line {}); set each option once", name,
+                                at->second));
+    r_.config[name] = value.substr(eq + 1);
   }
 
   void inputs(const std::string& value) {
     if (value.rfind("seed ", 0) == 0) {
-      r_.input_seed = parse_number<uint64_t>(value.substr(5));
+      r_.input_seed = parse_seed(value.substr(5));
       if (!r_.input_seed) err(fmt::format("the input seed '{}' is not a number from 0 to 2^64-1", value.substr(5)));
     } else if (value.rfind("npy ", 0) == 0) {
       r_.input_dir = confined(json_string(value.substr(4)), "the input directory");
@@ -207,7 +220,9 @@ class HeaderReader {
   void input_hash(const std::string& value) {
     size_t sp = value.rfind(' ');
     if (sp == std::string::npos) err("input-hash lines are '\"FILE\" HASH'");
-    r_.input_hashes[confined(json_string(value.substr(0, sp)), "the input file")] = value.substr(sp + 1);
+    const std::string file = confined(json_string(value.substr(0, sp)), "the input file");
+    if (!r_.input_hashes.emplace(file, value.substr(sp + 1)).second)
+      err(fmt::format("a second 'input-hash' line for {}; give each input file's hash once", file));
   }
 
   void check(const std::string& value) {
@@ -232,6 +247,7 @@ class HeaderReader {
  private:
   int check_line_ = 0;
   int gpu_line_ = 0;  // the first cuda-device or gpu line
+  std::map<std::string, int> key_lines_, config_lines_;  // the line of each key (each config option) read
 
   void gpu_field(std::string& field, const std::string& value) {
     if (value.empty()) err("an empty value (expected e.g. 'cuda-device: cuda:0', 'gpu: NVIDIA H200 (sm_90)')");
@@ -277,6 +293,7 @@ ReproFile parse_repro(std::string_view text, const std::string& filename) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string line(text.substr(pos, end - pos));
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends, as .kir text accepts them
     ++header.line_no;
     if (line.rfind("graph", 0) == 0) break;
     pos = end + 1;

@@ -33,7 +33,9 @@ ReproOutcome reproduce(const ReproFile& r, const std::string& repro_path, double
   o.timeout_s = timeout_s;
   o.gradients = r.gradients;
   out.observed = FailureOracle(o).classify(r.graph, inputs);
-  out.reproduces = same_failure(r.expected, out.observed);
+  // `failure: none` records no failure (docs/repro-format.md): there is nothing to reproduce, only a graph that
+  // must keep passing.
+  out.reproduces = r.expected.failed() && same_failure(r.expected, out.observed);
   return out;
 }
 

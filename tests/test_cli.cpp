@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "eager/npy.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "backends/cpu/jit.h"
 #include "cli_run.h"
 
@@ -36,12 +37,12 @@ TEST(Options, DefaultsOverridesAndRestore) {
   EXPECT_EQ(opt_int(Opt::CacheSizeLimit), int64_t(1) << 30);  // "1G"
   {
     ScopedOption a(Opt::Seed, "5");
-    EXPECT_EQ(opt_int(Opt::Seed), 5);
+    EXPECT_EQ(opt_seed(), 5u);
     {
       ScopedOption b(Opt::Seed, "6");
-      EXPECT_EQ(opt_int(Opt::Seed), 6);
+      EXPECT_EQ(opt_seed(), 6u);
     }
-    EXPECT_EQ(opt_int(Opt::Seed), 5);
+    EXPECT_EQ(opt_seed(), 5u);
   }
   ScopedOption size(Opt::CacheSizeLimit, "4K");
   EXPECT_EQ(opt_int(Opt::CacheSizeLimit), 4096);

@@ -217,6 +217,57 @@ TEST_F(Gate, BadSuitesBaselinesAndOptionsAreClearErrors) {
   EXPECT_NE(backend.output.find("unknown backend 'nosuch'"), std::string::npos) << backend.output;
 }
 
+// Every figure a baseline entry gives is checked before anything runs: a status gate does not know would count
+// as a failure that is now FIXED, a negative peak or a passing graph without call times would silently compare
+// nothing. Each is bad input naming the file, the entry and the field.
+TEST_F(Gate, EveryBaselineFieldIsValidatedWithTheFileEntryAndField) {
+  const std::string baseline = path("baseline.json");
+  const json good = {{"kiln_gate_baseline", 1}, {"backend", "inductor"},
+                     {"machine", {{"cpu", "some CPU"}, {"threads", 2}}},
+                     {"entries", {{"relu.kir", {{"status", "pass"}, {"message", ""}, {"compile_ms", {3.0, 3.1}},
+                                                {"run_ms", {0.5, 0.6}}, {"peak_bytes", 1024}, {"seconds", 0.4}}}}}};
+  struct Case {
+    std::string field;
+    json value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"status", "bogus", "entry relu.kir: \"status\" is \"bogus\"; expected one of pass, skipped, compile_error"},
+      {"status", "none", "\"status\" is \"none\""},
+      {"peak_bytes", -5, "entry relu.kir: \"peak_bytes\" is -5; expected a byte count, an integer >= 0"},
+      {"peak_bytes", 1.5, "\"peak_bytes\" is 1.5"},
+      {"run_ms", json::array(), "entry relu.kir: \"run_ms\" is empty for a graph entry that passed"},
+      {"run_ms", {0.5, -1.0}, "entry relu.kir: \"run_ms\" holds -1.0; expected milliseconds, numbers >= 0"},
+      {"compile_ms", {"fast"}, "\"compile_ms\" holds \"fast\""},
+      {"run_ms", 3, "\"run_ms\" is number; expected a list of milliseconds"},
+      {"seconds", -1, "\"seconds\" is -1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field + " = " + c.value.dump());
+    json b = good;
+    b["entries"]["relu.kir"][c.field] = c.value;
+    write_file(baseline, b.dump());
+    CliResult r = gate("--baseline '" + baseline + "'");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(baseline + ": entry relu.kir: "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("PASS"), std::string::npos) << "the suite ran:\n" << r.output;
+  }
+  json b = good;
+  b["entries"] = json::array();
+  write_file(baseline, b.dump());
+  CliResult list = gate("--baseline '" + baseline + "'");
+  EXPECT_EQ(list.exit_code, 2) << list.output;
+  EXPECT_NE(list.output.find("\"entries\" is array; expected an object of entries by name"), std::string::npos)
+      << list.output;
+  // A repro entry passes with no times at all.
+  b = good;
+  b["entries"] = {{"fixed.repro", {{"status", "pass"}, {"message", ""}, {"compile_ms", json::array()},
+                                   {"run_ms", json::array()}, {"seconds", 0.2}}}};
+  write_file(baseline, b.dump());
+  EXPECT_NO_THROW(gate::load_baseline(baseline));
+}
+
 TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries) {
   write_file(dir_ / "suite" / "gate.json",
              R"({"entries": [{"path": "relu.kir", "seed": 7}, {"path": "tanh.kir", "skip": "flaky on ARM"}]})");

@@ -125,7 +125,8 @@ TEST(OptionValidation, EveryRowRejectsInvalidValuesOfItsTypeNamingTheVariable) {
 
 TEST(OptionValidation, TheIssueExamplesSayWhatIsWrong) {
   auto problem = [](Opt id, const std::string& v) { return option_problem(option_spec(id), v); };
-  EXPECT_EQ(problem(Opt::Seed, "-1"), "KILN_SEED=-1: below the minimum 0; expected an integer >= 0");
+  EXPECT_EQ(problem(Opt::Seed, "-1"), "KILN_SEED=-1: below the minimum 0; expected a seed, an integer from 0 to "
+                                      "18446744073709551615");
   EXPECT_EQ(problem(Opt::ReproLevel, "99"), "KILN_REPRO_LEVEL=99: above the maximum 4; expected an integer from 1 to 4");
   EXPECT_NE(problem(Opt::StreamMinBytes, "-5").find("KILN_STREAM_MIN_BYTES=-5: below the minimum 0; expected a byte "
                                                     "count >= 0"), std::string::npos);

@@ -11,6 +11,8 @@
 #include <limits>
 #include <string>
 
+#include "core/seed.h"
+
 namespace kiln::cli {
 
 // An integer flag: decimal digits (a leading '-' only where `lo` is negative) within [lo, hi].
@@ -58,7 +60,17 @@ inline CLI::Validator number_in(double lo, double hi, bool lo_open, std::string 
 }
 
 // The flags every command shares.
-inline CLI::Validator seed_check() { return integer_in<uint64_t>(0, UINT64_MAX, "a seed"); }
+// A seed: what parse_seed (core/seed.h) takes, as KILN_SEED and repro files do.
+inline CLI::Validator seed_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::string problem = seed_problem(text);
+        if (problem.empty()) return "";
+        return fmt::format("{} is {}; expected {}", problem == "not an integer" ? "'" + text + "'" : text, problem,
+                           kSeedExpected);
+      },
+      "[0, 18446744073709551615]", "seed");
+}
 inline CLI::Validator timeout_check() {
   return number_in(0, 7 * 24 * 3600, true, "seconds");  // a week: beyond it a run is a hang in every sense
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/escape.h"
 #include "gate/bench.h"
 #include "tools/cli_checks.h"
 #include "core/files.h"
@@ -42,7 +43,7 @@ void print_run(const gate::BenchRun& run) {
         ratios = fmt::format("{:.2f}x faster than eager, {:.2f} of copy speed", gate::median(eager->samples_ms) / med,
                              gate::median(copy->samples_ms) / med);
     }
-    fmt::print("{:<40} {:>11} {:>8.1f}% {:>10}  {}\n", c.name, ms(med), med > 0 ? 100 * (*hi - *lo) / med : 0.0,
+    fmt::print("{:<40} {:>11} {:>8.1f}% {:>10}  {}\n", terminal_safe(c.name), ms(med), med > 0 ? 100 * (*hi - *lo) / med : 0.0,
                c.iterations, ratios);
   }
 }
@@ -58,18 +59,19 @@ int run_bench(BenchArgs& a) {
   if (!a.json.empty()) write_file_atomic(a.json, gate::google_benchmark_json(run).dump(2) + "\n");
   if (!a.history.empty()) {
     gate::append_history(a.history, run);
-    fmt::print("appended to {}\n", a.history);
+    fmt::print("appended to {}\n", terminal_safe(a.history));
   }
   if (!baseline) return 0;
   std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha, a.metric == "cpu");
-  fmt::print("\ncompared with {} by {} time (slower = median more than {:.0f}% above with p < {}):\n", a.baseline,
+  fmt::print("\ncompared with {} by {} time (slower = median more than {:.0f}% above with p < {}):\n",
+             terminal_safe(a.baseline),
              a.metric == "cpu" ? "CPU" : "wall-clock", 100 * a.tolerance, a.alpha);
   fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", "case", "baseline ms", "now ms", "change", "p", "verdict");
   int slower = 0;
   for (const gate::CaseComparison& c : cmp) {
     slower += c.verdict == "SLOWER";
     std::string change = std::isnan(c.before_ms) || std::isnan(c.now_ms) ? "-" : fmt::format("{:+.1f}%", 100 * (c.now_ms / c.before_ms - 1));
-    fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", c.name, ms(c.before_ms), ms(c.now_ms), change,
+    fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", terminal_safe(c.name), ms(c.before_ms), ms(c.now_ms), change,
                c.verdict == "new" || c.verdict == "missing" ? "-" : fmt::format("{:.3g}", c.test.p_value), c.verdict);
   }
   fmt::print("{} cases slower than the baseline\n", slower);
@@ -78,9 +80,9 @@ int run_bench(BenchArgs& a) {
 
 int run_report(const BenchArgs& a) {
   std::vector<gate::BenchRun> history = gate::load_history(a.report_history);
-  KILN_CHECK(!history.empty(), "{}: the history holds no runs", a.report_history);
+  KILN_CHECK(!history.empty(), "{}: the history holds no runs", terminal_safe(a.report_history));
   write_file_atomic(a.report_out, gate::history_html(history, a.tolerance, a.alpha));
-  fmt::print("{}: {} runs drawn into {}\n", a.report_history, history.size(), a.report_out);
+  fmt::print("{}: {} runs drawn into {}\n", terminal_safe(a.report_history), history.size(), terminal_safe(a.report_out));
   return 0;
 }
 

@@ -8,8 +8,10 @@
 #include <fmt/format.h>
 
 #include "bisect/bisect.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -46,7 +48,8 @@ int run_bisect(const BisectArgs& a) {
   bisect::BisectOptions o = options_of(a);
   bisect::BisectReport r;
   if (!a.command.empty()) {
-    fmt::print(stderr, "kiln bisect: the command `{}`{}\n", a.command, o.backend.empty() ? "" : ", ladder up to " + o.backend);
+    fmt::print(stderr, "kiln bisect: the command `{}`{}\n", terminal_safe(a.command),
+               o.backend.empty() ? "" : ", ladder up to " + o.backend);
     r = bisect::bisect_command(a.command, o);
   } else {
     // A repro file (what `kiln minify` and `kiln doctor` write) brings its graph, inputs, configuration, backend
@@ -55,7 +58,7 @@ int run_bisect(const BisectArgs& a) {
     if (o.backend.empty()) o.backend = src.backend_or("inductor");
     o.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
     manual_seed(src.seed);  // random ops draw the same in every child
-    fmt::print(stderr, "kiln bisect: {} ({} op nodes, {}) up to backend {}\n", a.file, src.graph.num_op_nodes(),
+    fmt::print(stderr, "kiln bisect: {} ({} op nodes, {}) up to backend {}\n", terminal_safe(a.file), src.graph.num_op_nodes(),
                src.input_desc, o.backend);
     r = bisect::bisect_graph(src.graph, src.inputs, o, src.run_line());
   }

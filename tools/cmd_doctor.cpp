@@ -8,6 +8,7 @@
 #include "bisect/doctor.h"
 #include "core/files.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"

@@ -21,7 +21,8 @@ namespace kiln::cli {
 namespace {
 
 struct FuzzArgs {
-  std::string backend = "inductor", ops, out;
+  std::string backend = "inductor", out;
+  std::optional<std::string> ops;  // --ops as given: an empty list is an error, not "every op"
   std::optional<uint64_t> runs, index;
   std::optional<double> time_s;
   uint64_t seed = 0;
@@ -41,7 +42,7 @@ int run_fuzz_command(const FuzzArgs& a) {
   check_out_dir(a.out);
   fuzz::FuzzOptions o;
   o.gen.max_nodes = a.max_nodes;
-  if (!a.ops.empty()) o.gen.ops = fuzz::parse_op_list(a.ops);
+  if (a.ops) o.gen.ops = fuzz::parse_op_list(*a.ops);
   o.gen.domains = !a.allow_nan;
   o.check.backend = a.backend;
   o.check.jobs = a.jobs;

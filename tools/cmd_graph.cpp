@@ -9,9 +9,11 @@
 #include <filesystem>
 
 #include "api/backends.h"
+#include "core/escape.h"
 #include "core/files.h"
 #include "eager/npy.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
@@ -88,7 +90,7 @@ void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a, const std::
   const std::string path =
       (std::filesystem::path(a.dump_dir) / (std::filesystem::path(a.file).stem().string() + ".py")).string();
   write_file_atomic(path, minify::emit_torch(r, path));
-  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", path, path);
+  fmt::print("wrote {} (--emit torch): python3 {} [torch.compile backend | none]\n", terminal_safe(path), terminal_safe(path));
 }
 
 // `--check --grad`: the graph run for training on the backend against the reference's outputs and gradients.
@@ -101,7 +103,7 @@ int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uin
   const GeneratorState start = default_generator();
   std::vector<Tensor> got = run_training(backend, g, inputs, run);
   TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), tol);
-  fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", v.text);
+  fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", terminal_safe_lines(v.text));
   return v.ok ? 0 : 1;
 }
 
@@ -128,9 +130,11 @@ int run_run(const RunArgs& a) {
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
   std::vector<Tensor> outputs = backend(g, graph::copy_inputs(inputs));
-  fmt::print("{} ({} {}, backend {}):\n", a.file, inputs.size(), src.input_desc, backend_name);
+  // File and value names are the user's: terminal_safe, so a name cannot move the cursor or retitle the window.
+  fmt::print("{} ({} {}, backend {}):\n", terminal_safe(a.file), inputs.size(), terminal_safe(src.input_desc),
+             terminal_safe(backend_name));
   for (size_t i = 0; i < outputs.size(); ++i) {
-    fmt::print("  output {} %{}: {}\n", i, g.value(g.outputs()[i]).name, summarize(outputs[i]));
+    fmt::print("  output {} %{}: {}\n", i, terminal_safe(g.value(g.outputs()[i]).name), summarize(outputs[i]));
     if (!a.dump_dir.empty())
       write_npy(confined_path(a.dump_dir, graph::output_file_name(i), "a dumped output").string(), outputs[i]);
   }
@@ -142,7 +146,7 @@ int run_run(const RunArgs& a) {
   CompareOptions co;
   co.tol = tol;
   CompareVerdict verdict = compare_to_baselines(comparison_baselines(g, inputs), outputs, co);
-  fmt::print("check against the fp64 reference: {}\n", verdict.str());
+  fmt::print("check against the fp64 reference: {}\n", terminal_safe_lines(verdict.str()));
   return verdict.ok ? 0 : 1;
 }
 

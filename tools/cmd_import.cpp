@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "eager/npy.h"
 #include "graph/inputs.h"
@@ -44,9 +45,9 @@ int run_import(const ImportArgs& a) {
     write_npy(confined_path(dir, graph::input_file_name(input), "a weight file").string(), value);
   const std::string kir = confined_path(dir, stem + ".kir", "the graph file").string();
   graph::save_graph(model.graph, kir);
-  fmt::print("imported {}: {} op nodes, {} inputs ({} weights written to {}/), {} outputs -> {}\n", a.archive,
-             model.graph.num_op_nodes(), model.graph.inputs().size(), model.weights.size(), dir,
-             model.graph.outputs().size(), kir);
+  fmt::print("imported {}: {} op nodes, {} inputs ({} weights written to {}/), {} outputs -> {}\n",
+             terminal_safe(a.archive), model.graph.num_op_nodes(), model.graph.inputs().size(), model.weights.size(),
+             terminal_safe(dir), model.graph.outputs().size(), terminal_safe(kir));
   std::string user_files;
   for (const std::string& input : model.user_inputs) user_files += " " + graph::input_file_name(input);
   fmt::print("run it: put{} in {}/, then kiln run {} --inputs {}\n", user_files, dir, kir, dir);

@@ -11,8 +11,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/escape.h"
 #include "core/files.h"
 #include "core/options.h"
+#include "core/seed.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
@@ -69,19 +71,19 @@ int run_minify(const MinifyArgs& a) {
   o.resume = a.resume;
   o.progress = !a.quiet;
   o.config = minify::current_config();
-  fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) on backend {}{}\n", a.file, g.num_op_nodes(), input_desc,
-             backend, a.resume ? ", resuming from " + o.output : "");
+  fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) on backend {}{}\n", terminal_safe(a.file), g.num_op_nodes(),
+             terminal_safe(input_desc), backend, a.resume ? ", resuming from " + terminal_safe(o.output) : "");
   minify::MinifyResult res = minify::minify(g, inputs, o);
-  fmt::print("failure: {}: {}\n", res.original.kind, res.original.message);
+  fmt::print("failure: {}: {}\n", res.original.kind, terminal_safe_lines(res.original.message));
   fmt::print("minified {} -> {} op nodes in {:.2f} s ({} oracle calls, {} answered from the cache, {} steps)\n",
              res.stats.start_ops, res.graph.num_op_nodes(), res.stats.seconds, res.stats.oracle_calls,
              res.stats.cache_hits, res.stats.accepted);
   if (!res.reverified) {
     fmt::print(stderr, "kiln: error: the minified repro {} does not reproduce: {}\nThis is a kiln bug; please "
-               "report it with the original graph.\n", o.output, res.reverify_message);
+               "report it with the original graph.\n", terminal_safe(o.output), terminal_safe_lines(res.reverify_message));
     return 3;
   }
-  fmt::print("re-verified: {}\n", res.reverify_message);
+  fmt::print("re-verified: {}\n", terminal_safe_lines(res.reverify_message));
   fmt::print("wrote {}{}; check it with: {}\n", terminal_safe(o.output),
              res.graph.inputs().empty() ? "" : " (inputs in " + terminal_safe(o.output) + ".inputs/)",
              reproduce_command(RunLine{.file = o.output, .repro_run = true}));

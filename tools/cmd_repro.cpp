@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "core/escape.h"
 #include "repro/reproduce.h"
 #include "tools/cli_checks.h"
 
@@ -21,6 +22,16 @@ int run_repro_run(const std::string& file, double timeout_s) {
   ReproOutcome o = reproduce(r, file, timeout_s);
   fmt::print("{}: recorded failure: {} on backend {}\n", file, r.expected.kind, r.backend);
   if (!r.expected.message.empty()) fmt::print("  recorded: {}\n", r.expected.message);
+  if (!r.expected.failed()) {  // `failure: none`: the repro records a graph that passed
+    if (!o.observed.failed()) {
+      fmt::print("PASSES: the repro records no failure (failure: none) and the graph runs and matches the fp64 "
+                 "reference\n");
+      return 0;
+    }
+    fmt::print("FAILS: {} (the repro records no failure: failure: none)\n  observed: {}\n", o.observed.kind,
+               terminal_safe_lines(o.observed.message));
+    return 1;
+  }
   if (o.reproduces) {
     fmt::print("REPRODUCES: {}\n  observed: {}\n", o.observed.kind, o.observed.message);
     return 1;

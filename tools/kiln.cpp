@@ -6,6 +6,7 @@
 
 #include "core/build_id.h"
 #include "core/error.h"
+#include "core/escape.h"
 #include "core/fired.h"
 #include "core/options.h"
 #include "kiln_version.h"
@@ -26,12 +27,12 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-options: printed, success
     // Every other CLI11 error is bad input: exit 2 like every other (docs/cli.md), not CLI11's own codes.
     std::fprintf(stderr, "kiln: error: %s\n(`kiln --help` lists the commands, `kiln <command> --help` a command's "
-                 "options)\n", e.what());
+                 "options)\n", kiln::terminal_safe_lines(e.what()).c_str());
     return 2;
   }
   // Every set KILN_* variable is checked now, whichever command and backend run (options.h).
   if (std::vector<std::string> bad = kiln::option_errors(); !bad.empty()) {
-    for (const std::string& b : bad) std::fprintf(stderr, "kiln: error: %s\n", b.c_str());
+    for (const std::string& b : bad) std::fprintf(stderr, "kiln: error: %s\n", kiln::terminal_safe_lines(b).c_str());
     std::fprintf(stderr, "(`kiln --help-options` lists every option and its valid values)\n");
     return 2;
   }
@@ -51,11 +52,13 @@ int main(int argc, char** argv) {
     kiln::warn_unfired_settings();  // once per run, however many children compiled (core/fired.h)
     return status;
   } catch (const kiln::Error& e) {
-    std::fprintf(stderr, "kiln: %s: %s\n", e.internal() ? "internal error" : "error", e.what());
+    // Messages quote users' names (values, files): printed terminal_safe, so none can drive the terminal.
+    std::fprintf(stderr, "kiln: %s: %s\n", e.internal() ? "internal error" : "error",
+                 kiln::terminal_safe_lines(e.what()).c_str());
     kiln::warn_unfired_settings();  // "nothing to minify" reads better beside "KILN_INJECT=... never fired"
     return e.internal() ? 3 : 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
+    std::fprintf(stderr, "kiln: internal error: %s\n", kiln::terminal_safe_lines(e.what()).c_str());
     return 3;
   }
 }

@@ -1,10 +1,12 @@
 // Capture's backends (see backend.h).
 #include "capture/backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "graph/inputs.h"
@@ -25,6 +27,12 @@ const Settings& settings() {
   if (s.generation != now) {
     s.verify = opt_bool(Opt::CaptureVerify);
     s.backend = opt_string(Opt::Backend);
+    if (!s.backend.empty()) {
+      const std::vector<std::string> names = backend_names();
+      KILN_CHECK(std::find(names.begin(), names.end(), s.backend) != names.end(), "KILN_BACKEND={}: unknown backend "
+                 "'{}'; expected one of: {} (or empty: inductor)", terminal_safe(s.backend), terminal_safe(s.backend),
+                 fmt::join(names, ", "));
+    }
     s.generation = now;
   }
   return s;
@@ -39,6 +47,8 @@ std::string resolve_backend_name(const std::string& requested, bool has_custom) 
 }
 
 bool capture_verify_enabled() { return settings().verify; }
+
+void check_backend_setting() { settings(); }
 
 namespace {
 

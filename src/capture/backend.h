@@ -22,6 +22,9 @@ struct BackendChoice {
 
 // The backend name a compiled function uses now: `requested`, else KILN_BACKEND, else "inductor".
 std::string resolve_backend_name(const std::string& requested, bool has_custom);
+// A kiln::Error when KILN_BACKEND is set to a name that is not a registered backend, listing them. kiln::compile
+// calls it whatever backend it names, so a mistyped KILN_BACKEND is never silently ignored.
+void check_backend_setting();
 // KILN_CAPTURE_VERIFY now. Like resolve_backend_name, it reads the options table only when an option changed
 // (a per-thread snapshot keyed by options_generation()), so a compiled call does not pay for it.
 bool capture_verify_enabled();

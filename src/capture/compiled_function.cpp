@@ -19,6 +19,11 @@ CompiledFunction::CompiledFunction(CaptureOptions options, SourceSite compiled_a
   KILN_CHECK(options_.recompile_limit >= -1, "kiln::compile at {}: recompile_limit {} is negative", compiled_at_.str(),
              options_.recompile_limit);
   check_options();
+  try {
+    check_backend_setting();
+  } catch (const Error& e) {
+    fail("kiln::compile at {}: {}", compiled_at_.str(), e.what());
+  }
   std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
   if (!options_.custom_backend) find_backend(backend);  // an unknown name is an error here, listing the names
   if (options_.mode != "default") {

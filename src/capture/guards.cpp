@@ -2,6 +2,7 @@
 #include "capture/guards.h"
 
 #include "core/options.h"
+#include "core/seed.h"
 
 namespace kiln::capture {
 
@@ -32,7 +33,8 @@ std::string option_value_text(const OptionSpec& spec) {
   switch (spec.type) {
     case OptType::Bool: return opt_bool(spec.id) ? "1" : "0";
     case OptType::Int:
-    case OptType::Bytes: return std::to_string(opt_int(spec.id));
+    case OptType::Bytes:  // a seed may exceed int64_t: read by its own parser (core/seed.h)
+      return spec.id == Opt::Seed ? std::to_string(opt_seed()) : std::to_string(opt_int(spec.id));
     case OptType::String:
     case OptType::Choice: return opt_string(spec.id);
     case OptType::List: return fmt::format("{}", fmt::join(opt_list(spec.id), ","));

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kiln {
 
 namespace {
@@ -91,6 +93,18 @@ std::string terminal_safe(std::string_view s) {
       out.append(s.substr(i, n));
     }
     i += n;
+  }
+  return out;
+}
+
+std::string terminal_safe_lines(std::string_view s) {
+  std::string out;
+  for (size_t start = 0; start <= s.size();) {
+    const size_t end = std::min(s.find('\n', start), s.size());
+    out += terminal_safe(s.substr(start, end - start));
+    if (end == s.size()) break;
+    out += '\n';
+    start = end + 1;
   }
   return out;
 }

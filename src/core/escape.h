@@ -17,6 +17,10 @@ std::string shell_quote(std::string_view s);
 // window or change colours.
 std::string terminal_safe(std::string_view s);
 
+// terminal_safe on each line of `s`, the newlines kept: for multi-line text such as an error message that lists
+// several problems.
+std::string terminal_safe_lines(std::string_view s);
+
 // `s` as a Markdown code span: terminal_safe text between backtick runs longer than any run inside it.
 std::string markdown_code(std::string_view s);
 

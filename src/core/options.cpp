@@ -16,6 +16,7 @@
 #include "core/bisect.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/seed.h"
 
 extern char** environ;
 
@@ -110,6 +111,8 @@ const std::vector<OptionSpec> kTable = {
     {Opt::Verify, "KILN_VERIFY", OptType::Bool, "auto", "",
      "Run the graph verifier and the inductor's loop-IR verifier between passes. `auto` = on in builds without "
      "NDEBUG.", ReproSettable::Yes},
+    // An Int whose values are those of parse_seed (core/seed.h), 0 to 2^64-1 like every --seed flag: the
+    // validity checks below ask seed_problem for this row, and opt_seed() reads it.
     {Opt::Seed, "KILN_SEED", OptType::Int, "0", "",
      "Seed of the random generator used by tools: generated inputs of `kiln run` and the generator state "
      "random ops start from.",
@@ -252,6 +255,7 @@ std::string range_text(const OptionSpec& spec) {
 }
 
 std::string expected_text(const OptionSpec& spec) {
+  if (spec.id == Opt::Seed) return std::string(kSeedExpected);
   auto range = [&] { return range_text(spec); };
   switch (spec.type) {
     case OptType::Bool: return "a boolean (1/0, on/off, true/false, yes/no, auto)";
@@ -276,6 +280,10 @@ Problem value_problem(const OptionSpec& spec, std::string_view v) {
     case OptType::Bool: return {!bool_value(v), ""};
     case OptType::Int:
     case OptType::Bytes: {
+      if (spec.id == Opt::Seed) {
+        std::string p = seed_problem(v);
+        return {!p.empty(), p == "not an integer" ? "" : p};
+      }
       IntValue n = int_value(spec, v);
       return {!n.value, n.problem};
     }
@@ -307,6 +315,7 @@ const OptionSpec& checked_spec(Opt id, std::initializer_list<OptType> types) {
 
 // The valid values of an Int, Bytes or List row, for the help ("" for the other types: their type says it).
 std::string valid_values_text(const OptionSpec& spec) {
+  if (spec.id == Opt::Seed) return "from 0 to 18446744073709551615";
   if (spec.type == OptType::Int) return range_text(spec);
   if (spec.type == OptType::Bytes) return range_text(spec) + " bytes";
   if (spec.type == OptType::List && !spec.entry_form.empty()) return std::string(spec.entry_form);
@@ -366,10 +375,18 @@ bool opt_bool(Opt id) {
 }
 
 int64_t opt_int(Opt id) {
+  KILN_ASSERT(id != Opt::Seed, "KILN_SEED is read with opt_seed() (core/seed.h): a seed may exceed int64_t");
   const OptionSpec& spec = checked_spec(id, {OptType::Int, OptType::Bytes});
   std::string v = raw_value(id);
   validate(spec, v);
   return *int_value(spec, v).value;
+}
+
+uint64_t opt_seed() {
+  const OptionSpec& spec = option_spec(Opt::Seed);
+  std::string v = raw_value(Opt::Seed);
+  validate(spec, v);
+  return *parse_seed(v);
 }
 
 std::string opt_string(Opt id) {
@@ -505,7 +522,7 @@ std::string options_markdown() {
       "takes a decimal integer; `bytes` a decimal integer with an optional binary suffix K, M or G (4K = 4096);\n"
       "`list` takes comma-separated entries. Each row says which values are valid. `kiln` checks every set\n"
       "`KILN_*` variable at start-up, whichever command and backend run, and reports each invalid one\n"
-      "(`kiln: error: KILN_SEED=-1: below the minimum 0; expected an integer >= 0`, exit 2); the library\n"
+      "(`kiln: error: KILN_REPRO_LEVEL=9: above the maximum 4; expected an integer from 1 to 4`, exit 2); the library\n"
       "raises the same message as a kiln::Error (`check_options()`, called by `find_backend` and `compile`).\n\n"
       "Repro: whether a repro file's `config:` lines may set the option (docs/repro-format.md). Only options\n"
       "that change what is computed may; paths, caches and anything that loads code or writes files may not.\n\n"

@@ -2,6 +2,7 @@
 #include "eager/npy.h"
 #include "eager/device_copy.h"
 
+#include "core/size_math.h"
 #include "eager/loops.h"
 
 namespace kiln {
@@ -14,7 +15,8 @@ Tensor read_npy(const std::string& path, std::optional<DType> as) {
       int64_t st = 1;
       for (size_t d = 0; d < h.shape.size(); ++d) {
         strides[d] = st;
-        st *= std::max<int64_t>(h.shape[d], 1);
+        // Checked: with a 0 in the shape the file is empty whatever the other sizes are, so they may be huge.
+        st = checked_mul(st, std::max<int64_t>(h.shape[d], 1), "read_npy", "the column-major strides of " + path);
       }
       file_layout = Tensor::empty_strided(h.shape, strides, h.dtype);
     } else {

@@ -52,6 +52,20 @@ double float_from_serialized(const json& v) {
   return v.get<double>();  // any other string: json's type error, reported as a schema error
 }
 
+int64_t int_from_serialized(const json& v, const std::string& what) {
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
+    return v.get<int64_t>();
+  fail("{} is {}, not an integer that fits in 64 bits", what, v.dump());
+}
+
+int64_t sym_int_from_serialized(const json& s, const std::string& what) {
+  if (s.is_object() && s.size() == 1 && s.contains("as_int")) return int_from_serialized(s.at("as_int"), what);
+  if (s.is_object() && s.size() == 1 && (s.contains("as_expr") || s.contains("as_name")))  // SymInt, SymIntArgument
+    fail("{} is a symbolic size ({}); kiln imports static shapes only: export without dynamic_shapes", what,
+         s.dump());
+  fail("{} is {}, not a size (expected {{\"as_int\": N}})", what, s.dump());
+}
+
 AtenNode::AtenNode(const json& node, std::string target, graph::Graph& g,
                    const std::function<ValueId(const std::string&)>& value_of, std::vector<std::string> output_names)
     : node_(node), target_(std::move(target)), g_(g), value_of_(value_of), output_names_(std::move(output_names)) {}
@@ -79,8 +93,8 @@ Arg AtenNode::tensor(std::string_view name) const {
 int64_t AtenNode::int_or(std::string_view name, int64_t fallback) const {
   if (!has(name)) return fallback;
   auto [kind, v] = union_field(arg(name));
-  if (kind == "as_int") return v->get<int64_t>();
-  if (kind == "as_sym_int" && v->contains("as_int")) return v->at("as_int").get<int64_t>();
+  if (kind == "as_int") return int_from_serialized(*v, fmt::format("argument '{}'", name));
+  if (kind == "as_sym_int") return sym_int_from_serialized(*v, fmt::format("argument '{}'", name));
   unsupported(fmt::format("argument '{}' is {}, expected an int", name, kind));
 }
 
@@ -105,11 +119,8 @@ Arg AtenNode::convert(std::string_view name, const json& a, const ArgSpec& spec)
     unsupported(fmt::format("argument '{}' is {} where kiln expects {}", name, kind.empty() ? a.dump() : kind,
                             spec.type == ArgType::IntList ? "int[]" : "another kind of value"));
   };
-  auto sym_int = [&](const json& s) -> int64_t {
-    if (s.contains("as_int")) return s.at("as_int").get<int64_t>();
-    unsupported(fmt::format("argument '{}' is a symbolic size ({}); kiln imports static shapes only: export "
-                            "without dynamic_shapes", name, s.dump()));
-  };
+  const std::string what = fmt::format("argument '{}'", name);
+  auto sym_int = [&](const json& s) { return sym_int_from_serialized(s, what); };
   if (kind == "as_none") return std::monostate{};
   if (kind == "as_tensor") return graph::TensorArg{value_of_(v->at("name").get<std::string>())};
   if (kind == "as_tensors" || kind == "as_optional_tensors") {
@@ -120,19 +131,19 @@ Arg AtenNode::convert(std::string_view name, const json& a, const ArgSpec& spec)
     }
     return l;
   }
-  if (kind == "as_int") return Scalar(v->get<int64_t>());
+  if (kind == "as_int") return Scalar(int_from_serialized(*v, what));
   if (kind == "as_float") return Scalar(float_from_serialized(*v));
   if (kind == "as_bool") return Scalar(v->get<bool>());
   if (kind == "as_sym_int") return Scalar(sym_int(*v));
   if (kind == "as_string") return v->get<std::string>();
   if (kind == "as_ints" || kind == "as_sym_ints") {
     IntList l;
-    for (const json& i : *v) l.push_back(i.is_number_integer() ? i.get<int64_t>() : sym_int(i));
+    for (const json& i : *v) l.push_back(i.is_number_integer() ? int_from_serialized(i, what) : sym_int(i));
     if (spec.type == ArgType::Int && l.size() == 1) return Scalar(l[0]);
     return l;
   }
   if (kind == "as_scalar_type") {
-    std::optional<DType> dt = dtype_of_scalar_type(v->get<int64_t>());
+    std::optional<DType> dt = dtype_of_scalar_type(int_from_serialized(*v, what));
     if (!dt) unsupported(fmt::format("argument '{}' is ScalarType {}, which kiln has no dtype for", name, v->dump()));
     return *dt;
   }

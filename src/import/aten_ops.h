@@ -63,6 +63,13 @@ struct AtenRow {
 std::optional<DType> dtype_from_serialized(int64_t scalar_type);
 // A float of the program: a JSON number, or "Infinity", "-Infinity", "NaN" (how torch.export writes those).
 double float_from_serialized(const nlohmann::json& v);
+// An integer of the program that fits int64_t: a JSON integer, never a float (32.5 or 1e23 would be truncated
+// or wrap), a string or a bool; else a kiln::Error saying `what` is not an integer.
+int64_t int_from_serialized(const nlohmann::json& v, const std::string& what);
+// A SymInt or SymIntArgument union ({"as_int": N}; for a dynamic size {"as_expr": ...} or {"as_name": "s0"}) as
+// its static value; a symbolic size
+// is refused as such, anything else as not being a size.
+int64_t sym_int_from_serialized(const nlohmann::json& s, const std::string& what);
 
 // Keyed by "addmm.default" (the target without "torch.ops.aten.").
 const std::map<std::string, AtenRow, std::less<>>& aten_rows();

@@ -49,30 +49,55 @@ std::string archive_prefix(const ZipReader& zip) {
   return *found;
 }
 
+// Nesting deeper than this is refused while parsing: torch.export's JSON nests about a dozen levels, and
+// printing or destroying a value nested hundreds of thousands deep (an error message's dump) would overflow
+// the stack.
+constexpr int kMaxJsonDepth = 256;
+
 json parse_json_entry(const ZipReader& zip, const std::string& entry) {
   std::string text = zip.read(entry, kMaxJsonBytes);
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+      KILN_CHECK(depth <= kMaxJsonDepth, "{}: entry '{}' nests JSON deeper than {} levels; torch.export writes far "
+                 "less: the entry is damaged or not from torch.export.save", zip.path(), entry, kMaxJsonDepth);
+      return true;
+    });
   } catch (const json::exception& e) {
     fail("{}: entry '{}' is not valid JSON: {}", zip.path(), entry, e.what());
   }
+  KILN_CHECK(j.is_object(), "{}: entry '{}' is {}, not a JSON object; expected the object torch.export.save writes",
+             zip.path(), entry, j.is_null() ? "null" : j.is_array() ? "an array" : "a " + std::string(j.type_name()));
+  return j;
 }
 
-int64_t sym_int_value(const json& s, const std::string& what) {
-  KILN_CHECK(s.contains("as_int"), "{} is symbolic ({}); kiln imports static shapes only: export without "
-                                   "dynamic_shapes", what, s.dump());
-  return s.at("as_int").get<int64_t>();
+int64_t sym_int_value(const json& s, const std::string& what) { return sym_int_from_serialized(s, what); }
+
+// obj[key], where `obj` must be an object holding `key`: else a kiln::Error naming the file and the field
+// (`where` is "<file>: <path of obj>"), as json's own at() would throw a type_error naming neither.
+const json& field(const json& obj, const char* key, const std::string& where) {
+  KILN_CHECK(obj.is_object(), "{} is {}, not an object with field '{}'", where, obj.type_name(), key);
+  auto it = obj.find(key);
+  KILN_CHECK(it != obj.end(), "{} has no field '{}'", where, key);
+  return *it;
+}
+
+// A list field: obj[key] must be an array.
+const json& list_field(const json& obj, const char* key, const std::string& where) {
+  const json& v = field(obj, key, where);
+  KILN_CHECK(v.is_array(), "{}.{} is {}, not a list", where, key, v.type_name());
+  return v;
 }
 
 // torch.export's TensorMeta as kiln's (contiguous: kiln values have their own layout).
 TensorMeta tensor_meta(const json& m, const std::string& what) {
-  int64_t scalar_type = m.at("dtype").get<int64_t>();
+  int64_t scalar_type = int_from_serialized(field(m, "dtype", what), what + "'s dtype");
   std::optional<DType> dt = dtype_from_serialized(scalar_type);
   KILN_CHECK(dt, "{} has ScalarType {}, which kiln has no dtype for (kiln: bool, u8, i8, i16, i32, i64, f16, bf16, "
                  "f32, f64)", what, scalar_type);
   Shape sizes;
   int64_t numel = 1;
-  for (const json& s : m.at("sizes")) {
+  for (const json& s : list_field(m, "sizes", what)) {
     sizes.push_back(sym_int_value(s, what + "'s size"));
     KILN_CHECK(sizes.back() >= 0, "{} has size {}", what, sizes.back());
     numel = checked_mul(numel, sizes.back(), "kiln import", what + "'s element count");
@@ -118,32 +143,9 @@ class Payloads {
   Tensor strided_copy(const std::string& bytes, const TensorMeta& m, const json& tm, const std::string& fqn) const {
     std::string what = fmt::format("{}: payload '{}'", zip_.path(), fqn);
     Shape strides;
-    for (const json& s : tm.at("strides")) strides.push_back(sym_int_value(s, what + "'s stride"));
-    int64_t offset = sym_int_value(tm.at("storage_offset"), what + "'s storage offset");
-    KILN_CHECK(strides.size() == m.sizes.size() && offset >= 0, "{}: strides {} do not fit sizes {}", what,
-               shape_str(strides), shape_str(m.sizes));
-    const int64_t elem = dtype_size(m.dtype), numel = shape_numel(m.sizes);
-    int64_t last = offset;
-    for (size_t d = 0; d < strides.size(); ++d) {
-      KILN_CHECK(strides[d] >= 0, "{}: negative stride {}", what, strides[d]);
-      if (m.sizes[d] > 0) last += (m.sizes[d] - 1) * strides[d];
-    }
-    KILN_CHECK(numel == 0 || (last + 1) * elem <= int64_t(bytes.size()),
-               "{}: {} bytes of storage where sizes {}, strides {} and offset {} need {} (a truncated payload)", what,
-               bytes.size(), shape_str(m.sizes), shape_str(strides), offset, (last + 1) * elem);
-    Tensor t = Tensor::empty(m.sizes, m.dtype);
-    char* out = static_cast<char*>(t.data_ptr());
-    std::vector<int64_t> index(m.sizes.size(), 0);
-    for (int64_t i = 0; i < numel; ++i) {
-      int64_t src = offset;
-      for (size_t d = 0; d < index.size(); ++d) src += index[d] * strides[d];
-      std::memcpy(out + i * elem, bytes.data() + src * elem, size_t(elem));
-      for (size_t d = index.size(); d-- > 0;) {
-        if (++index[d] < m.sizes[d]) break;
-        index[d] = 0;
-      }
-    }
-    return t;
+    for (const json& s : list_field(tm, "strides", what)) strides.push_back(sym_int_value(s, what + "'s stride"));
+    int64_t offset = sym_int_value(field(tm, "storage_offset", what), what + "'s storage offset");
+    return tensor_from_storage(bytes, m.sizes, m.dtype, strides, offset, what);
   }
 
   const ZipReader& zip_;
@@ -216,25 +218,42 @@ class Converter {
   }
 
  private:
+  // "schema 8.1" as the program says (never throws: it is also part of the message for a malformed program).
   static std::string schema_version(const json& program) {
-    const json& v = program.value("schema_version", json::object());
-    return fmt::format("schema {}.{}", v.value("major", -1), v.value("minor", -1));
+    auto part = [&](const char* key) {
+      const json* v = program.is_object() && program.contains("schema_version") ? &program["schema_version"] : nullptr;
+      return v && v->is_object() && v->contains(key) ? (*v)[key].dump() : std::string("?");
+    };
+    return fmt::format("schema {}.{}", part("major"), part("minor"));
   }
 
   ImportedModel convert(const json& program, const Payloads& payloads) {
-    int major = program.at("schema_version").at("major").get<int>();
+    const std::string file = path_ + ": models/model.json";
+    const json& version = field(program, "schema_version", file);
+    int64_t major = int_from_serialized(field(version, "major", file + ": schema_version"), file +
+                                        ": schema_version.major");
     KILN_CHECK(major == kSchemaMajor, "{}: ExportedProgram {}; kiln reads schema {}.x (PyTorch 2.6 to 2.11)", path_,
                schema_version(program), kSchemaMajor);
-    const json& gm = program.at("graph_module");
-    const json& g = gm.at("graph");
-    tensor_values_ = &g.at("tensor_values");
-    check_all_mappable(g.at("nodes"), options_, path_);
+    const json& gm = field(program, "graph_module", file);
+    const json& g = field(gm, "graph", file + ": graph_module");
+    tensor_values_ = &field(g, "tensor_values", file + ": graph_module.graph");
+    KILN_CHECK(tensor_values_->is_object(), "{}: graph_module.graph.tensor_values is {}, not an object", file,
+               tensor_values_->type_name());
+    const json& nodes = list_field(g, "nodes", file + ": graph_module.graph");
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const std::string where = fmt::format("{}: graph_module.graph.nodes[{}]", file, i);
+      KILN_CHECK(field(nodes[i], "target", where).is_string(), "{}.target is not a string", where);
+      list_field(nodes[i], "inputs", where);
+      list_field(nodes[i], "outputs", where);
+    }
+    check_all_mappable(nodes, options_, path_);
     ImportedModel model;
-    model.graph.reserve(g.at("nodes").size() * 2, g.at("nodes").size() * 3);
-    add_inputs(gm.at("signature").at("input_specs"), payloads, model);
-    for (const json& node : g.at("nodes")) add_node(node, model.graph);
+    model.graph.reserve(nodes.size() * 2, nodes.size() * 3);
+    const json& signature = field(gm, "signature", file + ": graph_module");
+    add_inputs(list_field(signature, "input_specs", file + ": graph_module.signature"), payloads, model);
+    for (const json& node : nodes) add_node(node, model.graph);
     std::vector<ValueId> outs;
-    for (const json& spec : gm.at("signature").at("output_specs")) {
+    for (const json& spec : list_field(signature, "output_specs", file + ": graph_module.signature")) {
       KILN_CHECK(spec.contains("user_output"), "{}: output spec {} is not a user output (a buffer or input "
                                                "mutation, or a training graph); kiln imports inference graphs",
                  path_, spec.dump());
@@ -290,9 +309,11 @@ class Converter {
     } catch (const Error& e) {
       if (e.internal()) throw;
       fail("{}: {}", where, e.what());
+    } catch (const json::exception& e) {
+      fail("{}: the node does not follow torch.export's schema: {}", where, e.what());
     }
-    KILN_ASSERT(values.size() == names.size(), "{}: kiln's mapping gives {} values for {} outputs", where,
-                values.size(), names.size());
+    KILN_CHECK(values.size() == names.size(), "{}: the archive lists {} output{} where {} has {}; the node is "
+               "malformed", where, names.size(), names.size() == 1 ? "" : "s", short_target(target), values.size());
     for (size_t k = 0; k < names.size(); ++k) {
       if (names[k].empty()) continue;
       if (values[k] == graph::kNoValue) {
@@ -339,6 +360,46 @@ class Converter {
 };
 
 }  // namespace
+
+Tensor tensor_from_storage(std::string_view storage, const Shape& sizes, DType dtype, const Shape& strides,
+                           int64_t offset, const std::string& what) {
+  KILN_CHECK(strides.size() == sizes.size(), "{}: strides {} do not fit sizes {}", what, shape_str(strides),
+             shape_str(sizes));
+  KILN_CHECK(offset >= 0, "{}: negative storage offset {}", what, offset);
+  const int64_t elem = dtype_size(dtype);
+  int64_t numel = 1;
+  for (int64_t s : sizes) {
+    KILN_CHECK(s >= 0, "{}: negative size {}", what, s);
+    numel = checked_mul(numel, s, "kiln import", what + "'s element count");
+  }
+  for (int64_t st : strides) KILN_CHECK(st >= 0, "{}: negative stride {}", what, st);
+  // The last element's index: offset + sum (size - 1) * stride, then its end in bytes; both checked, since a
+  // wrapped sum would pass the bound below and read before the storage. An empty tensor reads nothing.
+  if (numel > 0) {
+    int64_t last = offset;
+    for (size_t d = 0; d < strides.size(); ++d)
+      last = checked_add(last, checked_mul(sizes[d] - 1, strides[d], "kiln import", what + "'s extent"), "kiln import",
+                         what + "'s extent");
+    const int64_t need = checked_mul(checked_add(last, 1, "kiln import", what + "'s extent"), elem, "kiln import",
+                                     what + "'s extent in bytes");
+    KILN_CHECK(need <= int64_t(storage.size()),
+               "{}: {} bytes of storage where sizes {}, strides {} and offset {} need {} (a truncated payload)", what,
+               storage.size(), shape_str(sizes), shape_str(strides), offset, need);
+  }
+  Tensor t = Tensor::empty(sizes, dtype);
+  char* out = static_cast<char*>(t.data_ptr());
+  std::vector<int64_t> index(sizes.size(), 0);
+  for (int64_t i = 0; i < numel; ++i) {
+    int64_t src = offset;  // <= last: no overflow
+    for (size_t d = 0; d < index.size(); ++d) src += index[d] * strides[d];
+    std::memcpy(out + i * elem, storage.data() + src * elem, size_t(elem));
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+  return t;
+}
 
 ImportedModel import_pt2(const std::string& path, const ImportOptions& options) {
   return Converter(path, options).run();

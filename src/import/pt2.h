@@ -5,6 +5,7 @@
 // checked against the metadata the archive records. docs/import.md describes the format and the limits.
 #pragma once
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,5 +30,12 @@ struct ImportedModel {
 // Reads and converts the archive at `path`. Throws kiln::Error for anything malformed or unsupported: the
 // message names the archive and the entry, node or op; ops without a mapping are all listed in one error.
 ImportedModel import_pt2(const std::string& path, const ImportOptions& options = {});
+
+// A payload's tensor: `sizes` of `dtype` at `strides` from element `offset` of the storage bytes `storage`,
+// copied out contiguous. Every extent is computed with overflow checks: a layout that reaches outside
+// `storage`, or whose extent does not fit in 64 bits, is a kiln::Error naming `what`; nothing outside
+// `storage` is read.
+Tensor tensor_from_storage(std::string_view storage, const Shape& sizes, DType dtype, const Shape& strides,
+                           int64_t offset, const std::string& what);
 
 }  // namespace kiln::importer
