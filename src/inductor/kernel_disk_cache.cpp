@@ -127,16 +127,24 @@ void KernelDiskCache::discard(const std::string& key, const std::string& why) co
 // The object first, then the .meta that makes it an entry; each written atomically (files.h).
 void KernelDiskCache::store(const std::string& key, const std::string& key_material, const std::string& object,
                             const std::string& what) const {
-  const fs::path dir = directory(), file = object_path(key);
+  const fs::path dir = directory(), file = object_path(key), meta_file = dir / (key + ".meta");
+  bool object_written = false;
   try {
     create_output_directory(dir.string());
     write_file_atomic(file.string(), object);
+    object_written = true;
     const std::string meta = entry_meta(key_material, object);
-    write_file_atomic((dir / (key + ".meta")).string(), meta);
+    write_file_atomic(meta_file.string(), meta);
     KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", what, file.string());
     account_stored_entry(dir, int64_t(object.size() + meta.size()));
   } catch (const Error& e) {
-    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", what, e.what());
+    // An object without its .meta is no entry: eviction never counts or deletes it (it goes by .meta files),
+    // and only a later lookup of the same key would, so left behind (a full disk) it could stay forever.
+    // Unless another process completed the same entry meanwhile (a regular .meta is there), the object goes.
+    std::error_code ec;
+    if (object_written && !fs::is_regular_file(fs::symlink_status(meta_file, ec))) fs::remove(file, ec);
+    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}{}", what, e.what(),
+             object_written ? "; the object is removed" : "");
   }
 }
 
