@@ -1,7 +1,10 @@
 // The kiln command-line tool: one binary, one subcommand per job. Library code throws kiln::Error; this file
 // alone turns errors into a message on stderr and a non-zero exit code.
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
 #include <cstdio>
+#include <new>
 #include <iostream>
 
 #include "core/build_id.h"
@@ -50,6 +53,15 @@ int main(int argc, char** argv) {
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "kiln: %s: %s\n", e.internal() ? "internal error" : "error", e.what());
     return e.internal() ? 3 : 2;
+  } catch (const std::bad_alloc&) {
+    // The machine's limit, not a kiln bug: say which limit, when one is set (docs/cli.md, Memory limits).
+    struct rlimit as {};
+    const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    std::fprintf(stderr, "kiln: error: out of memory%s%s\n",
+                 limited ? fmt::format(" under the address-space limit (ulimit -v) of {} MiB", as.rlim_cur >> 20).c_str()
+                         : "",
+                 limited ? "; raise the limit or run a smaller graph" : "; run a smaller graph or free memory");
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
     return 3;
