@@ -352,6 +352,12 @@ TEST_F(Trust, StartsOrFailsClearlyUnderAnAddressSpaceLimit) {
       if (std::regex_search(r.output, m, std::regex("needs at least [0-9]+ MiB \\(ulimit -v ([0-9]+)\\)")))
         minimum = m[1];
     }
+  // A graph that needs more than the limit leaves: out of memory, exit 2.
+  const std::string big = file("big.kir", "graph g(%x: f32[200000000]) {\n  %y = relu(%x) : f32[200000000]\n"
+                                          "  return %y\n}\n");
+  cli_test::CliResult r = under(900000, "run --seed 0 " + big);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "kiln: error: out of memory")) << r.output;
   if (!minimum.empty()) {
     cli_test::CliResult r = under(std::stol(minimum), "--version");
     EXPECT_EQ(r.exit_code, 0) << "ulimit -v " << minimum << "\n" << r.output;

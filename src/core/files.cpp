@@ -342,7 +342,7 @@ void rewrite_file_in_place(const std::string& path, std::string_view contents) {
     refuse(fmt::format("{} bytes, more than the file size limit of {} bytes (ulimit -f)", size, fsize.rlim_cur));
   // Reserves the blocks without changing the file, so the write below cannot run out of space part-way.
   // Filesystems that cannot reserve (EOPNOTSUPP) are written without.
-  if (size > now.st_size && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0 && errno != EOPNOTSUPP)
+  if (size > 0 && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0 && errno != EOPNOTSUPP)
     refuse(fmt::format("reserving {} bytes for it: {}", size, std::strerror(errno)));
   const char* p = contents.data();
   for (off_t off = 0; off < size;) {
