@@ -3,8 +3,9 @@
 // links, and never writes past a file size limit; an edited minifier checkpoint or state file is an input error;
 // a signal leaves no lock or temporary directory, and a lock a killed process left is taken over; the kernel
 // cache keeps no object without its .meta; kiln starts (or says why it cannot) under `ulimit -v`.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 #include "core/options.h"
 #include "eager/npy.h"
 #include "eager/tensor.h"
+#include "graph/text.h"
 #include "inductor/kernel_disk_cache.h"
 
 using namespace kiln;
@@ -113,6 +115,32 @@ TEST_F(Trust, FmtKeepsNpyConstantsAsReferences) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(cli_test::read_text(g), formatted);
   EXPECT_EQ(run_kiln("verify " + g).exit_code, 0);
+}
+
+// A canonical graph whose larger constants live in .npy files (as save_graph writes them) is a fixed point of
+// `kiln fmt`: every reference stays, and nothing else changes.
+RC_GTEST_PROP(TrustFmt, CanonicalGraphsWithNpyConstantsAreFixedPoints, ()) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln_test_trust_prop_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  graph::Graph g;
+  std::vector<graph::ValueId> outs{g.add_input("x", TensorMeta{DType::F32, {3}, {1}, {}})};
+  const int constants = *rc::gen::inRange(1, 5);
+  for (int i = 0; i < constants; ++i) {
+    const int64_t n = *rc::gen::element<int64_t>(1, 5, 64, 65, 300);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& f : v) f = float(*rc::gen::inRange(-1000, 1000)) / 8;
+    outs.push_back(g.add_constant("c" + std::to_string(i), Tensor::from_vector<float>(v, {n})));
+  }
+  g.set_outputs(outs);
+  const std::string path = (dir / "g.kir").string();
+  graph::PrintOptions po;
+  po.npy_dir = dir.string();
+  const std::string text = graph::print_graph(g, po);
+  std::ofstream(path) << text;
+  const std::string formatted = graph::print_graph_keeping_comments(graph::parse_graph(text, path), text, path);
+  fs::remove_all(dir);
+  RC_ASSERT(formatted == text);
 }
 
 TEST_F(Trust, FmtInPlaceKeepsHardLinksOneFile) {
