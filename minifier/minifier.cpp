@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -77,13 +78,6 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
 
 namespace {
 
-// A fresh, empty directory under `parent` (empty: the system temp directory).
-fs::path make_temp_dir(const std::string& parent) {
-  std::string tmpl = ((parent.empty() ? fs::temp_directory_path() : fs::path(parent)) / "kiln-minify-XXXXXX").string();
-  KILN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "cannot create a temporary directory {}: {}", tmpl, strerror(errno));
-  return tmpl;
-}
-
 std::string state_path(const std::string& output) { return output + ".state.json"; }
 
 // Removes the .npy files in `dir` (OUT.inputs/) other than `keep`, then `dir` itself if that left it empty. Only
@@ -97,6 +91,41 @@ void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) 
       fs::remove(e.path(), ec);
   if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
 }
+
+// The fields of a minifier state file (OUT.state.json, written by write_state), each checked as it is read:
+// present, of its type, in range. Anything else is an error naming the file and the field.
+struct StateFields {
+  const nlohmann::json& j;
+  const std::string& path;
+
+  const nlohmann::json& field(const char* name) const {
+    auto it = j.find(name);
+    KILN_CHECK(it != j.end(), "cannot resume: {} has no \"{}\" field; it is not a state file kiln minify wrote, or it "
+               "was edited: start a new run without --resume", path, name);
+    return *it;
+  }
+  [[noreturn]] void bad(const char* name, const char* expected) const {
+    fail("cannot resume: {}: \"{}\" is {}, not {}; the file was edited or damaged: start a new run without --resume",
+         path, name, field(name).dump(), expected);
+  }
+  std::string text(const char* name) const {
+    const nlohmann::json& f = field(name);
+    if (!f.is_string()) bad(name, "a string");
+    return f.get<std::string>();
+  }
+  int count(const char* name) const {
+    const nlohmann::json& f = field(name);
+    const bool ok = f.is_number_unsigned() ? f.get<uint64_t>() <= uint64_t(INT_MAX)
+                                           : f.is_number_integer() && f.get<int64_t>() >= 0 && f.get<int64_t>() <= INT_MAX;
+    if (!ok) bad(name, "a count (an integer from 0 to 2147483647)");
+    return f.get<int>();
+  }
+  double seconds(const char* name) const {
+    const nlohmann::json& f = field(name);
+    if (!f.is_number() || !std::isfinite(f.get<double>()) || f.get<double>() < 0) bad(name, "seconds (a number >= 0)");
+    return f.get<double>();
+  }
+};
 
 void write_state(const MinifyOptions& o, const Target& t, const ReduceStats& s, bool done) {
   nlohmann::json j;
@@ -159,7 +188,8 @@ class MinifyRun {
     fo_.target.failure = res_.original;
     if (!recorded_) record_reference(g_, inputs_, seed_state_, store_);
     ForkOracle oracle(src_, fo_);
-    if (!opts_.resume) checkpoint(g_, inputs_, stats_);  // the original is the first checkpoint
+    if (opts_.resume) check_resume_start(start, oracle);
+    else checkpoint(g_, inputs_, stats_);  // the original is the first checkpoint
     Candidate out = reduce(std::move(start), oracle, reduce_options(), stats_);
     if (progress_on_tty()) print_progress(stats_, true);
     reverify(out, oracle);
@@ -170,7 +200,10 @@ class MinifyRun {
  private:
   bool progress_on_tty() const { return opts_.progress && ::isatty(2); }
 
-  // The target and counters of an interrupted run, from OUT.state.json; its checkpoint is the start.
+  // The target and counters of an interrupted run, from OUT.state.json; its checkpoint is the start. Both files
+  // are input: every field is checked (an edited or damaged file is an error naming it, exit 2), the
+  // checkpoint's values must be the original graph's (same names, shapes and dtypes), and the checkpoint must
+  // still show the recorded failure (resume_start) before the reduction trusts it.
   Candidate resume() {
     KILN_CHECK(!opts_.output.empty(), "--resume needs the output path of the interrupted run (-o)");
     const std::string path = state_path(opts_.output);
@@ -182,28 +215,54 @@ class MinifyRun {
     } catch (const nlohmann::json::exception& e) {
       fail("cannot resume: {} is not valid JSON: {}", path, e.what());
     }
-    try {  // a field of the wrong type (a string for a count) is malformed input, not a kiln bug
-      KILN_CHECK(j.is_object(), "cannot resume: {} is not a minifier state file (not a JSON object)", path);
-      KILN_CHECK(j.value("source_hash", "") == fmt::format("{:016x}", opts_.source_hash),
-                 "cannot resume: {} was made from a different graph or inputs; start a new run without --resume", path);
-      KILN_CHECK(j.value("backend", "") == opts_.backend, "cannot resume: the interrupted run used backend {}, not {}",
-                 j.value("backend", ""), opts_.backend);
-      res_.original = {parse_failure_kind(j.value("target_kind", "none"), path), j.value("target_message", "")};
-      stats_.oracle_calls = j.value("oracle_calls", 0);
-      stats_.cache_hits = j.value("cache_hits", 0);
-      stats_.accepted = j.value("accepted", 0);
-      stats_.seconds = j.value("seconds", 0.0);
-      stats_.start_ops = j.value("start_ops", 0);
-    } catch (const nlohmann::json::exception& e) {
-      fail("cannot resume: {} is malformed ({}); start a new run without --resume", path, e.what());
+    KILN_CHECK(j.is_object(), "cannot resume: {} is not a minifier state file (not a JSON object)", path);
+    const StateFields state{j, path};
+    KILN_CHECK(state.text("source_hash") == fmt::format("{:016x}", opts_.source_hash),
+               "cannot resume: {} was made from a different graph or inputs; start a new run without --resume", path);
+    const std::string backend = state.text("backend");
+    KILN_CHECK(backend == opts_.backend, "cannot resume: the interrupted run used backend {}, not {}", backend,
+               opts_.backend);
+    const std::string kind = state.text("target_kind");
+    FailureKind k = FailureKind::None;
+    try {
+      k = parse_failure_kind(kind, path);
+    } catch (const Error& e) {
+      fail("cannot resume: {}; the file was edited or damaged: start a new run without --resume", e.what());
     }
+    KILN_CHECK(k != FailureKind::None, "cannot resume: {}: \"target_kind\" is \"none\", not a failure; the file was "
+               "edited or damaged: start a new run without --resume", path);
+    res_.original = {k, state.text("target_message")};
+    stats_.oracle_calls = state.count("oracle_calls");
+    stats_.cache_hits = state.count("cache_hits");
+    stats_.accepted = state.count("accepted");
+    stats_.start_ops = state.count("start_ops");
+    stats_.seconds = state.seconds("seconds");
     resume_base_ = stats_.seconds;
+    check_target();  // the flags of this run ask for the recorded failure (--accuracy, --check-str)
     ReproFile r = load_repro(opts_.output);
-    for (graph::ValueId id = 0; id < r.graph.num_values(); ++id)
-      KILN_CHECK(g_.find_value(r.graph.value(id).name).has_value(),
-                 "cannot resume: the checkpoint {} has value %{}, which the original graph does not", opts_.output,
-                 r.graph.value(id).name);
+    for (graph::ValueId id = 0; id < r.graph.num_values(); ++id) {
+      const graph::ValueInfo& v = r.graph.value(id);
+      std::optional<graph::ValueId> o = g_.find_value(v.name);
+      KILN_CHECK(o.has_value(), "cannot resume: the checkpoint {} has value %{}, which the original graph does not",
+                 opts_.output, v.name);
+      const TensorMeta& m = g_.value(*o).meta;
+      KILN_CHECK(m.sizes == v.meta.sizes && m.dtype == v.meta.dtype, "cannot resume: the checkpoint {} declares %{} "
+                 "as {}{}, but the original graph's %{} is {}{}; the checkpoint was edited: start a new run without "
+                 "--resume", opts_.output, v.name, dtype_name(v.meta.dtype), shape_str(v.meta.sizes), v.name,
+                 dtype_name(m.dtype), shape_str(m.sizes));
+    }
     return Candidate{std::move(r.graph), "checkpoint"};
+  }
+
+  // A resumed run's start, confirmed: the checkpoint must still fail the way the state file says (an edited
+  // checkpoint or state may not), else the reduction would end in a repro that does not reproduce.
+  void check_resume_start(const Candidate& start, ForkOracle& oracle) {
+    Verdict v = oracle.confirm(start);
+    ++stats_.oracle_calls;
+    KILN_CHECK(v.fails, "cannot resume: the checkpoint {} does not show the failure {} records ({}: {}); it shows {}: "
+               "{}\nThe checkpoint or the state file was edited or damaged: start a new run without --resume",
+               opts_.output, state_path(opts_.output), res_.original.kind, res_.original.message, v.observed.kind,
+               v.observed.message);
   }
 
   // Before probing, the original runs once on the backend in a child. Its compile step has a generous time
@@ -217,8 +276,9 @@ class MinifyRun {
     ForkOracleOptions everything = fo_;
     everything.target.failure = {FailureKind::Accuracy, ""};  // classify everything, comparing outputs
     ForkOracle probe(src_, everything);
-    const fs::path warm_outputs = make_temp_dir(opts_.spill_dir);
-    struct RemoveDir { fs::path p; ~RemoveDir() { std::error_code ec; fs::remove_all(p, ec); } } remove_warm{warm_outputs};
+    // Removed when this step ends, and when a signal ends the run (core/files.h).
+    const TempDirectory warm_dir(opts_.spill_dir, "kiln-minify-");
+    const fs::path& warm_outputs = warm_dir.path();
     IsolatedResult warm = run_isolated_beside([&] { return probe.original_backend_body(warm_outputs.string()); },
                                               opts_.timeout_s, [&] { record_reference(g_, inputs_, seed_state_, store_); },
                                               setup_limit_for(opts_.timeout_s));

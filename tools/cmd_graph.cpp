@@ -53,9 +53,24 @@ int run_fmt(const std::string& file, bool in_place) {
   const std::string text = read_input_file(file, "graph file");
   graph::Graph g = graph::parse_graph(text, file);
   // Comments stay where they were (before their statement, or at the end of its line).
+  // Constants read from .npy files stay references to those files.
   const std::string formatted = graph::print_graph_keeping_comments(g, text, file);
-  if (in_place) write_file_atomic(file, formatted);  // keeps the file's mode; through a symlink, its target
-  else fmt::print("{}", formatted);
+  if (!in_place) {
+    fmt::print("{}", formatted);
+    return 0;
+  }
+  // Never a file kiln cannot read back: the whole output is checked against the reader's limits and parsed
+  // again before the file is touched.
+  KILN_CHECK(int64_t(formatted.size()) <= kMaxTextFileBytes, "{}: the formatted graph has {} bytes, more than the "
+             "{} MiB a graph file may have (docs/cli.md, Input files); the file is unchanged", file, formatted.size(),
+             kMaxTextFileBytes >> 20);
+  try {
+    graph::parse_graph(formatted, file);
+  } catch (const Error& e) {
+    internal_fail("kiln fmt: the formatted graph does not parse ({}); the file is unchanged", e.what());
+  }
+  // Keeps the file's mode, writes through a symlink to its target, and keeps hard links one file.
+  rewrite_file_in_place(file, formatted);
   return 0;
 }
 
@@ -163,7 +178,7 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   static bool in_place = false;
   auto* fmt_cmd = app.add_subcommand("fmt", "print a .kir graph in canonical form");
   fmt_cmd->add_option("graph", fmt_file, "the .kir file")->required();
-  fmt_cmd->add_flag("-i,--in-place", in_place, "rewrite the file in place (atomically) instead of printing it");
+  fmt_cmd->add_flag("-i,--in-place", in_place, "rewrite the file in place (atomically; a file with hard links through its own inode) instead of printing it");
   runners["fmt"] = [] { return run_fmt(fmt_file, in_place); };
 
   static RunArgs run_args;

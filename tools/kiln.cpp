@@ -1,7 +1,10 @@
 // The kiln command-line tool: one binary, one subcommand per job. Library code throws kiln::Error; this file
 // alone turns errors into a message on stderr and a non-zero exit code.
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
 #include <cstdio>
+#include <new>
 #include <iostream>
 
 #include "core/build_id.h"
@@ -57,6 +60,15 @@ int main(int argc, char** argv) {
                  kiln::terminal_safe_lines(e.what()).c_str());
     kiln::warn_unfired_settings();  // "nothing to minify" reads better beside "KILN_INJECT=... never fired"
     return e.internal() ? 3 : 2;
+  } catch (const std::bad_alloc&) {
+    // The machine's limit, not a kiln bug: say which limit, when one is set (docs/cli.md, Memory limits).
+    struct rlimit as {};
+    const bool limited = ::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    std::fprintf(stderr, "kiln: error: out of memory%s%s\n",
+                 limited ? fmt::format(" under the address-space limit (ulimit -v) of {} MiB", as.rlim_cur >> 20).c_str()
+                         : "",
+                 limited ? "; raise the limit or run a smaller graph" : "; run a smaller graph or free memory");
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kiln: internal error: %s\n", kiln::terminal_safe_lines(e.what()).c_str());
     return 3;

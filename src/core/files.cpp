@@ -1,15 +1,23 @@
-// Checked reading, atomic writing, output locks and path confinement (see files.h).
+// Checked reading, atomic writing, output locks, removal on signals and path confinement (see files.h).
 #include "core/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <mutex>
 
 #include "core/error.h"
 #include "core/hash.h"
@@ -66,7 +74,157 @@ fs::path write_target(const std::string& path, struct stat& existing, bool& exis
   return target;
 }
 
+// ---- removal on SIGINT, SIGTERM, SIGHUP (RemoveOnSignal)
+
+// The paths registered for removal. Fixed storage: the handler reads it without allocating or locking.
+struct RemovalSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 armed
+  std::atomic<pid_t> owner{0};
+  char path[PATH_MAX];
+};
+constexpr int kRemovalSlots = 64;
+RemovalSlot g_removal[kRemovalSlots];
+
+// Removes `name` in the directory `dirfd`: a file or symlink itself, a directory with its contents (up to
+// `depth` levels below). Only async-signal-safe calls (no allocation, no stdio); symlinks are never followed.
+void remove_entry_signal_safe(int dirfd, const char* name, int depth) {
+  if (::unlinkat(dirfd, name, 0) == 0 || errno == ENOENT || errno != EISDIR || depth < 0) return;
+  int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  alignas(8) char buf[2048];
+  // Entries removed while the directory is read may shift the rest: read it again until nothing is left.
+  for (int pass = 0; pass < 64; ++pass) {
+    bool removed = false;
+    ::lseek(fd, 0, SEEK_SET);
+    for (ssize_t n; (n = ::getdents64(fd, buf, sizeof buf)) > 0;)
+      for (ssize_t off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        off += d->d_reclen;
+        const char* e = d->d_name;
+        if (e[0] == '.' && (e[1] == '\0' || (e[1] == '.' && e[2] == '\0'))) continue;
+        remove_entry_signal_safe(fd, e, depth - 1);
+        removed = true;
+      }
+    if (!removed) break;
+  }
+  ::close(fd);
+  ::unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+void remove_registered_paths(int sig) {
+  const pid_t self = ::getpid();
+  for (RemovalSlot& s : g_removal)
+    if (s.state.load(std::memory_order_acquire) == 2 && s.owner.load(std::memory_order_relaxed) == self)
+      remove_entry_signal_safe(AT_FDCWD, s.path, 16);
+  // SA_RESETHAND restored the default action: raised again, the signal ends the process as it would have.
+  ::raise(sig);
+}
+
+void install_removal_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      // A signal the program ignores (nohup, a background job's SIGINT) or handles itself stays so.
+      if (::sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa {};
+      sa.sa_handler = remove_registered_paths;
+      sigemptyset(&sa.sa_mask);
+      for (int other : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, other);  // one cleanup at a time
+      sa.sa_flags = SA_RESETHAND;
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+// ---- output locks
+
+// This boot's id (/proc/sys/kernel/random/boot_id); "" where the kernel does not say.
+const std::string& boot_id() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string s;
+    std::getline(in, s);
+    return s;
+  }();
+  return id;
+}
+
+// The owner a lock file records ("pid N\nboot B\n"); an empty file records none.
+struct LockRecord {
+  std::optional<pid_t> pid;
+  std::string boot;
+  bool empty = true;
+};
+
+LockRecord read_lock_record(int fd) {
+  char buf[256];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  LockRecord r;
+  if (n <= 0) return r;
+  r.empty = false;
+  std::string_view text(buf, size_t(n));
+  while (!text.empty()) {
+    std::string_view line = text.substr(0, text.find('\n'));
+    text.remove_prefix(std::min(text.size(), line.size() + 1));
+    if (line.starts_with("pid ")) {
+      std::optional<pid_t> pid = parse_number<pid_t>(line.substr(4));
+      if (pid && *pid > 0) r.pid = pid;
+    } else if (line.starts_with("boot ")) {
+      r.boot = std::string(line.substr(5));
+    }
+  }
+  return r;
+}
+
+// "process 123" / "a process" for messages.
+std::string owner_name(const LockRecord& r) { return r.pid ? fmt::format("process {}", *r.pid) : "a process"; }
+
+// Why the lock file a process left is stale, for the note when it is taken over (this process holds its lock,
+// so the process that wrote it does not).
+std::string why_stale(const LockRecord& r) {
+  if (!r.pid) return "which ended without removing it";
+  if (!r.boot.empty() && !boot_id().empty() && r.boot != boot_id()) return "before the machine restarted";
+  if (::kill(*r.pid, 0) != 0 && errno == ESRCH) return "which ended without removing it (killed?)";
+  return "which no longer holds it (that process id now belongs to another process)";
+}
+
 }  // namespace
+
+RemoveOnSignal::RemoveOnSignal(const std::string& path) {
+  std::error_code ec;
+  const std::string full = fs::absolute(path, ec).string();  // the handler must not depend on the directory
+  if (ec || full.size() >= PATH_MAX) return;
+  install_removal_handlers();
+  for (int i = 0; i < kRemovalSlots; ++i) {
+    int expected = 0;
+    if (!g_removal[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_removal[i].path, full.c_str(), full.size() + 1);
+    g_removal[i].owner.store(::getpid(), std::memory_order_relaxed);
+    g_removal[i].state.store(2, std::memory_order_release);
+    slot_ = i;
+    return;
+  }
+  // All slots taken (more than 64 outputs and temporary directories at once): this path is left to its owner.
+}
+
+RemoveOnSignal::~RemoveOnSignal() {
+  if (slot_ >= 0) g_removal[slot_].state.store(0, std::memory_order_release);
+}
+
+TempDirectory::TempDirectory(const std::string& parent, const std::string& prefix) {
+  std::string tmpl = ((parent.empty() ? fs::temp_directory_path() : fs::path(parent)) / (prefix + "XXXXXX")).string();
+  KILN_CHECK(::mkdtemp(tmpl.data()) != nullptr, "cannot create a temporary directory {}: {}", tmpl,
+             std::strerror(errno));
+  path_ = tmpl;
+  on_signal_.emplace(path_.string());
+}
+
+TempDirectory::~TempDirectory() {
+  on_signal_.reset();
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
 
 InputFile::InputFile(const std::string& path, std::string_view what, int64_t max_bytes) : path_(path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
@@ -128,6 +286,7 @@ void write_file_atomic(const std::string& path, const std::function<void(const C
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies
   KILN_CHECK(fd >= 0, "{}: cannot create the file ({}); check that the directory exists and is writable", path,
              std::strerror(errno));
+  RemoveOnSignal tmp_on_signal(tmp.string());  // an interrupted write leaves no temporary file
   auto abandon = [&](const std::string& why) {
     if (fd >= 0) ::close(fd);
     ::unlink(tmp.c_str());
@@ -161,6 +320,50 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   write_file_atomic(path, [&](const ChunkWriter& write) { write(contents.data(), contents.size()); });
 }
 
+void rewrite_file_in_place(const std::string& path, std::string_view contents) {
+  struct stat existing {};
+  bool exists = false;
+  const fs::path target = write_target(path, existing, exists);
+  if (!exists || existing.st_nlink <= 1) return write_file_atomic(path, contents);
+  int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  KILN_CHECK(fd >= 0, "{}: cannot open the file for writing ({})", path, std::strerror(errno));
+  auto refuse = [&](const std::string& why) {
+    ::close(fd);
+    fail("{}: cannot rewrite the file ({}); the file is unchanged", path, why);
+  };
+  struct stat now {};
+  if (::fstat(fd, &now) != 0 || now.st_ino != existing.st_ino || now.st_dev != existing.st_dev)
+    refuse("it was replaced while kiln read it");
+  const off_t size = off_t(contents.size());
+  // The kernel refuses a file beyond the size limit only as the write passes it, after part of the file was
+  // overwritten: refuse before writing instead.
+  struct rlimit fsize {};
+  if (::getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY && rlim_t(size) > fsize.rlim_cur)
+    refuse(fmt::format("{} bytes, more than the file size limit of {} bytes (ulimit -f)", size, fsize.rlim_cur));
+  // Reserves the blocks without changing the file, so the write below cannot run out of space part-way.
+  // Filesystems that cannot reserve (EOPNOTSUPP) are written without.
+  if (size > 0 && ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, size) != 0 && errno != EOPNOTSUPP)
+    refuse(fmt::format("reserving {} bytes for it: {}", size, std::strerror(errno)));
+  const char* p = contents.data();
+  for (off_t off = 0; off < size;) {
+    ssize_t w = ::pwrite(fd, p + off, size_t(size - off), off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = w < 0 ? errno : EIO;
+      ::close(fd);
+      fail("{}: writing the file failed part-way ({}); the file may be damaged: restore it from version control "
+           "or a backup", path, std::strerror(err));
+    }
+    off += w;
+  }
+  if (::ftruncate(fd, size) != 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("{}: writing the file failed ({}); check its content", path, std::strerror(err));
+  }
+  ::close(fd);
+}
+
 void check_output_path(const std::string& path) {
   struct stat existing {};
   bool exists = false;
@@ -182,24 +385,34 @@ OutputLock::OutputLock(const std::string& output) : lock_path_(output + ".lock")
     KILN_CHECK(fd_ >= 0, "{}: cannot create the lock file ({})", lock_path_, std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       int err = errno;
+      const LockRecord holder = read_lock_record(fd_);
       ::close(fd_);
       fd_ = -1;
-      KILN_CHECK(err != EWOULDBLOCK, "{}: another kiln process is writing it (it holds {}); wait for it to finish "
-                 "or name another output", output, lock_path_);
+      KILN_CHECK(err != EWOULDBLOCK, "{}: another kiln process is writing it ({} holds {}); wait for it to finish "
+                 "or name another output", output, holder.pid ? owner_name(holder) : "it", lock_path_);
       fail("{}: cannot lock {} ({})", output, lock_path_, std::strerror(err));
     }
     struct stat held, now;
     if (::fstat(fd_, &held) == 0 && ::stat(lock_path_.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev)
-      return;
+      break;
     ::close(fd_);
     fd_ = -1;
   }
-  fail("{}: cannot lock {}: it keeps being replaced", output, lock_path_);
+  KILN_CHECK(fd_ >= 0, "{}: cannot lock {}: it keeps being replaced", output, lock_path_);
+  on_signal_.emplace(lock_path_);
+  // A record left in the file: its writer never released the lock (a holder removes the file first).
+  if (const LockRecord left = read_lock_record(fd_); !left.empty)
+    std::fprintf(stderr, "kiln: note: %s was left by %s, %s; taking it over\n", lock_path_.c_str(),
+                 owner_name(left).c_str(), why_stale(left).c_str());
+  const std::string record = fmt::format("pid {}\nboot {}\n", ::getpid(), boot_id());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, record.data(), record.size(), 0) != ssize_t(record.size()))
+    std::fprintf(stderr, "kiln: note: cannot record the owner in %s (%s)\n", lock_path_.c_str(), std::strerror(errno));
 }
 
 OutputLock::~OutputLock() {
   if (fd_ < 0) return;
+  on_signal_.reset();  // first: a signal now must not remove a lock file another process made after ours
   ::unlink(lock_path_.c_str());
   ::close(fd_);
 }

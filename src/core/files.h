@@ -3,7 +3,11 @@
 //     device such as /dev/zero or a FIFO is refused before anything is read);
 //   - writing: write_file_atomic (temporary file + fsync + rename) never replaces what is not a regular file,
 //     writes through a symlink to its target, keeps the mode of the file it replaces, and removes its
-//     temporary file on failure; OutputLock keeps two processes from writing the same output;
+//     temporary file on failure; rewrite_file_in_place keeps a hard-linked file one file; OutputLock keeps two
+//     processes from writing the same output and records its owner, so that a lock a killed process left is
+//     taken over;
+//   - leaving nothing behind: what a process is writing (locks, temporary files and directories) is removed
+//     when SIGINT, SIGTERM or SIGHUP ends it (RemoveOnSignal, TempDirectory);
 //   - paths inside files: confined_path keeps them inside the file's directory;
 //   - numbers inside files: parse_number parses a whole field or says it cannot.
 #pragma once
@@ -55,14 +59,59 @@ using ChunkWriter = std::function<void(const void* data, size_t n)>;
 void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
 void write_file_atomic(const std::string& path, std::string_view contents);
 
+// Rewrites the existing file `path` with `contents` for an in-place edit (`kiln fmt -i`). A file with one name
+// is replaced atomically (write_file_atomic). A file with hard links is written through its own inode, so that
+// every name keeps sharing the new content (a rename would give `path` a new inode and leave the other names
+// with the old text): the space is reserved first (posix_fallocate), so a full disk or a file size limit
+// refuses the write with the file unchanged; only a crash or an I/O error in the middle of the write could
+// leave it partial. The caller validates `contents` completely before calling.
+void rewrite_file_in_place(const std::string& path, std::string_view contents);
+
 // Refuses (kiln::Error) an output path write_file_atomic would refuse, before a long run gets there.
 void check_output_path(const std::string& path);
 
 // Creates `dir` (and parents) for kiln's outputs; refused when `dir` exists and is not a directory.
 void create_output_directory(const std::string& dir);
 
-// Held while a command writes `output` (a file or a directory): an exclusive lock on `output`.lock. A second
-// process asking for the same output fails at once with an error naming it. The lock file is removed on release.
+// While alive, `path` (a file, or a directory with everything in it) is removed if SIGINT, SIGTERM or SIGHUP
+// ends this process; the process then dies by that signal as it would have (a shell shows status 128 + N). The
+// handler is installed at the first registration, for each of the three signals whose action is the default
+// (one a program ignores or handles itself is left to it); it removes only what this process registered (a
+// forked child removes nothing of its parent's) using async-signal-safe calls, never following a symlink.
+// The destructor only unregisters: the owner removes the path itself when it is done.
+class RemoveOnSignal {
+ public:
+  explicit RemoveOnSignal(const std::string& path);
+  ~RemoveOnSignal();
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+
+ private:
+  int slot_ = -1;
+};
+
+// A fresh, empty directory `prefix`XXXXXX under `parent` (empty: the system temp directory), removed with its
+// contents when this object is destroyed or a signal ends the process (RemoveOnSignal).
+class TempDirectory {
+ public:
+  TempDirectory(const std::string& parent, const std::string& prefix);
+  ~TempDirectory();
+  TempDirectory(const TempDirectory&) = delete;
+  TempDirectory& operator=(const TempDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::optional<RemoveOnSignal> on_signal_;
+};
+
+// Held while a command writes `output` (a file or a directory): an exclusive lock (flock) on `output`.lock,
+// which records its owner: "pid N" and "boot B" (/proc/sys/kernel/random/boot_id). A second process asking
+// for the same output while the owner runs fails at once with an error naming it. The lock file is removed on
+// release, and when SIGINT, SIGTERM or SIGHUP ends the owner (RemoveOnSignal). A lock file that a killed
+// process left (SIGKILL, a crash, a power cut) is stale: its owner is not alive on this boot, so no process
+// holds its lock (the kernel releases a dead process's locks, and a reboot all of them). It is taken over with
+// a note on stderr naming the process that left it and whether it ended or ran before a reboot.
 class OutputLock {
  public:
   explicit OutputLock(const std::string& output);
@@ -73,6 +122,7 @@ class OutputLock {
  private:
   std::string lock_path_;
   int fd_ = -1;
+  std::optional<RemoveOnSignal> on_signal_;
 };
 
 // A path read from a file, resolved against the directory `base_dir` that file lies in. Refused (kiln::Error

@@ -18,6 +18,7 @@
 #include <limits>
 #include <sstream>
 #include <unistd.h>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/files.h"
@@ -284,23 +285,36 @@ std::string results_str(const Graph& g, const Node& n) {
   return out;
 }
 
-void append_constant(std::string& out, const Graph& g, const Node& n, const PrintOptions& opts) {
+// A constant its source read from a .npy file: the file name and content hash as written there.
+struct NpyReference {
+  std::string file, sha256;
+};
+
+void append_npy_reference(std::string& out, const NpyReference& ref) {
+  out += "npy(";
+  append_quoted(out, ref.file);
+  out += ") sha256=";
+  append_quoted(out, ref.sha256);
+}
+
+// `ref`: the constant's reference in the source it was parsed from, printed again as it was (kiln fmt).
+void append_constant(std::string& out, const Graph& g, const Node& n, const PrintOptions& opts,
+                     const NpyReference* ref) {
   const Tensor& c = n.constant;
   ValueId id = n.outputs.empty() ? kNoValue : n.outputs[0];
   append_value_ref(out, g, id);
   out += " = constant ";
   append_type(out, c.meta());
   out += ' ';
-  if (!opts.npy_dir.empty() && c.numel() > opts.inline_constant_limit) {
+  if (ref) {
+    append_npy_reference(out, *ref);
+  } else if (!opts.npy_dir.empty() && c.numel() > opts.inline_constant_limit) {
     std::string hash = tensor_sha256(c);
     std::string stem;
     for (char ch : g.name) stem += is_ident_char(ch) || ch == '-' ? ch : '_';
     std::string file = fmt::format("{}.{}.npy", stem.empty() ? "graph" : stem, hash.substr(0, 12));
     write_npy((std::filesystem::path(opts.npy_dir) / file).string(), c);
-    out += "npy(";
-    append_quoted(out, file);
-    out += ") sha256=";
-    append_quoted(out, hash);
+    append_npy_reference(out, {file, hash});
   } else if (c.dim() == 0) {
     out += element_str(c, 0);
   } else {
@@ -1212,11 +1226,9 @@ std::string node_summary(const Graph& g, const Node& n, int index) {
   return fmt::format("node {} ({})", index, text);
 }
 
-}  // namespace
-
-// ---------------------------------------------------------------- public API
-
-std::string print_graph(const Graph& g, const PrintOptions& opts) {
+// print_graph, with `refs` (by node index) the constants to print as the .npy references they were read from.
+std::string print_graph_with(const Graph& g, const PrintOptions& opts,
+                             const std::unordered_map<size_t, NpyReference>& refs) {
   std::vector<std::string> params;
   size_t params_size = 0;
   for (ValueId id : g.inputs()) {
@@ -1238,10 +1250,15 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
     out += params[i];
   }
   out += ") {\n";
-  for (const Node& n : g.nodes()) {
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = g.nodes()[i];
     out += "  ";
-    if (n.kind == NodeKind::Constant) append_constant(out, g, n, opts);
-    else append_op(out, g, n);
+    if (n.kind == NodeKind::Constant) {
+      auto ref = refs.find(i);
+      append_constant(out, g, n, opts, ref == refs.end() ? nullptr : &ref->second);
+    } else {
+      append_op(out, g, n);
+    }
     if (n.loc.file && n.loc.known()) out += fmt::format("  # {}:{}", n.loc.file, n.loc.line);  // captured from C++
     out += '\n';
   }
@@ -1253,6 +1270,12 @@ std::string print_graph(const Graph& g, const PrintOptions& opts) {
   out += "\n}\n";
   return out;
 }
+
+}  // namespace
+
+// ---------------------------------------------------------------- public API
+
+std::string print_graph(const Graph& g, const PrintOptions& opts) { return print_graph_with(g, opts, {}); }
 
 Graph parse_graph(std::string_view text, const std::string& filename) {
   Parser p(text, filename);
@@ -1307,12 +1330,41 @@ CommentPlaces place_comments(const Graph& g, std::string_view source, const std:
   return places;
 }
 
+// The constants of `g` (parsed from `source`) that the source reads from .npy files, by node index: each
+// `npy("file") sha256="hash"` belongs to the statement that starts last before it (a node's location is its
+// first result's name).
+std::unordered_map<size_t, NpyReference> npy_references(const Graph& g, std::string_view source,
+                                                        const std::string& filename) {
+  std::unordered_map<size_t, NpyReference> refs;
+  const std::vector<Node>& nodes = g.nodes();
+  Lexer lexer(source, filename);
+  std::vector<Token> window;  // the last 7 tokens: npy ( "file" ) sha256 = "hash"
+  size_t node = 0;            // the first node starting after the window's first token
+  for (Token t = lexer.next(); t.kind != Tok::End; t = lexer.next()) {
+    window.push_back(t);
+    if (window.size() > 7) window.erase(window.begin());
+    if (window.size() < 7 || !window[0].is_word("npy") || !window[1].is('(') || window[2].kind != Tok::String ||
+        !window[3].is(')') || !window[4].is_word("sha256") || !window[5].is('=') || window[6].kind != Tok::String)
+      continue;
+    auto starts_before = [&](const Node& n) {
+      return n.loc.line < window[0].line || (n.loc.line == window[0].line && n.loc.col < window[0].col);
+    };
+    while (node < nodes.size() && starts_before(nodes[node])) ++node;
+    KILN_ASSERT(node > 0 && nodes[node - 1].kind == NodeKind::Constant, "{}:{}:{}: an npy reference outside a "
+                "constant in a graph that parsed", filename, window[0].line, window[0].col);
+    refs[node - 1] = {std::string(window[2].text), std::string(window[6].text)};
+  }
+  return refs;
+}
+
 }  // namespace
 
 std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename) {
   const CommentPlaces places = place_comments(g, source, filename);
   // The printed form, by slot: the header up to ") {", one line per node, the return line, "}".
-  const std::string printed = print_graph(g);
+  // Constants read from .npy files stay references to them (inlining a large one would make a file larger
+  // than a graph file may be, docs/cli.md).
+  const std::string printed = print_graph_with(g, {}, npy_references(g, source, filename));
   const size_t header_end = printed.find(") {\n") + 3;
   std::vector<std::string> lines{printed.substr(0, header_end)};
   for (size_t pos = header_end + 1; pos < printed.size();) {

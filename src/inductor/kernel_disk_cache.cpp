@@ -226,16 +226,24 @@ void KernelDiskCache::store(const std::string& key, const std::string& key_mater
   const std::optional<fs::path> trusted = directory();
   if (!trusted) return;
   const fs::path& dir = *trusted;
-  const fs::path file = object_path(dir, key);
+  const fs::path file = object_path(dir, key), meta_file = dir / (key + ".meta");
+  bool object_written = false;
   try {
     create_private_directory(dir);
     write_file_atomic(file.string(), object);
+    object_written = true;
     const std::string meta = entry_meta(key_material, object);
-    write_file_atomic((dir / (key + ".meta")).string(), meta);
+    write_file_atomic(meta_file.string(), meta);
     KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", what, file.string());
     account_stored_entry(dir, int64_t(object.size() + meta.size()));
   } catch (const Error& e) {
-    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}", what, e.what());
+    // An object without its .meta is no entry: eviction never counts or deletes it (it goes by .meta files),
+    // and only a later lookup of the same key would, so left behind (a full disk) it could stay forever.
+    // Unless another process completed the same entry meanwhile (a regular .meta is there), the object goes.
+    std::error_code ec;
+    if (object_written && !fs::is_regular_file(fs::symlink_status(meta_file, ec))) fs::remove(file, ec);
+    KILN_LOG(LogChannel::Cache, "cannot store {} in the disk cache: {}{}", what, e.what(),
+             object_written ? "; the object is removed" : "");
   }
 }
 
