@@ -5,6 +5,7 @@
 
 #include "core/escape.h"
 #include "core/options.h"
+#include "core/seed.h"
 
 namespace kiln {
 

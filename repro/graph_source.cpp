@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/files.h"
+#include "core/seed.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
 #include "repro/reproduce.h"
