@@ -18,7 +18,8 @@ namespace kiln::cli {
 namespace {
 
 struct BisectArgs {
-  std::string file, command, inputs_dir, backend, output;
+  std::string file, command, inputs_dir, output;
+  std::optional<std::string> backend;
   std::optional<uint64_t> seed;
   bool accuracy = false, error = false, quiet = false;
   double tol = 1e-4, timeout_s = 60;
@@ -26,7 +27,7 @@ struct BisectArgs {
 
 bisect::BisectOptions options_of(const BisectArgs& a) {
   bisect::BisectOptions o;
-  o.backend = a.backend;
+  o.backend = a.backend.value_or("");
   o.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
   o.tolerance = a.tol;
   o.timeout_s = a.timeout_s;
@@ -46,7 +47,7 @@ int run_bisect(const BisectArgs& a) {
     fmt::print(stderr, "kiln bisect: the command `{}`{}\n", a.command, o.backend.empty() ? "" : ", ladder up to " + o.backend);
     r = bisect::bisect_command(a.command, o);
   } else {
-    if (o.backend.empty()) o.backend = "inductor";
+    if (o.backend.empty()) o.backend = kDefaultBackend;
     graph::Graph g = graph::load_graph(a.file);
     graph::verify_graph(g, a.file);
     const uint64_t seed = a.seed.value_or(uint64_t(opt_int(Opt::Seed)));
@@ -69,20 +70,17 @@ void add_bisect_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
                                          "and the first diverging node, of a graph or a command that fails");
   b->add_option("file", a.file, "the failing graph (.kir)");
   b->add_option("--cmd", a.command, "bisect a shell command instead (exit 0 good, non-zero bad); kiln sets "
-                                    "KILN_BISECT_* (and KILN_BACKEND with --backend) in its environment");
-  b->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor; with --cmd: none, "
-                                        "the command runs as it is)");
+                                    "KILN_BISECT_* in its environment, and KILN_BACKEND only with --backend (the "
+                                    "ladder then goes up to it; without it the command runs as it is)");
+  add_backend_option(*b, a.backend);
   auto* acc = b->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
   auto* err = b->add_flag("--error", a.error, "only errors, crashes and hangs count");
   acc->excludes(err);
-  auto* in = b->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = b->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
-  in->excludes(seed);
-  b->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4)")->check(number_in(0, 1e6, false, "a tolerance"));
-  b->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
-                                          "(default 60)")->check(timeout_check());
-  b->add_option("-o,--output", a.output, "also write the result as JSON to this file");
-  b->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+  add_inputs_option(*b, a.inputs_dir, add_seed_option(*b, a.seed));
+  add_tol_option(*b, a.tol);
+  add_timeout_option(*b, a.timeout_s);
+  add_output_option(*b, a.output, "also write the result as JSON to this file");
+  add_quiet_option(*b, a.quiet);
   runners["bisect"] = [] { return run_bisect(a); };
 }
 

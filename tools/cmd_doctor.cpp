@@ -57,20 +57,16 @@ void add_doctor_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   auto* d = app.add_subcommand("doctor", "troubleshoot a graph in one command: ablation over the backend ladder, "
                                          "minify the failure, bisect the minified repro, write one report");
   d->add_option("file", a.file, "the graph (.kir)")->required();
-  d->add_option("-o,--output", a.output, "the directory the report, the repro and the minified graph go to")->required();
-  d->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor)");
+  add_output_option(*d, a.output, "the directory the report, the repro and the minified graph go to")->required();
+  add_backend_option(*d, a.backend);
   auto* acc = d->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
   auto* err = d->add_flag("--error", a.error, "only errors, crashes and hangs count");
   acc->excludes(err);
-  auto* in = d->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = d->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
-  in->excludes(seed);
-  d->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4)")->check(number_in(0, 1e6, false, "a tolerance"));
-  d->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
-                                          "(default 60)")->check(timeout_check());
-  d->add_option("-j,--jobs", a.jobs, "the minifier's candidates run in parallel (default 1)")
-      ->check(integer_in(1, 256, "the number of candidates run in parallel"));
-  d->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+  add_inputs_option(*d, a.inputs_dir, add_seed_option(*d, a.seed));
+  add_tol_option(*d, a.tol);
+  add_timeout_option(*d, a.timeout_s);
+  add_jobs_option(*d, a.jobs);
+  add_quiet_option(*d, a.quiet);
   runners["doctor"] = [] { return run_doctor_command(a); };
 }
 

@@ -28,7 +28,7 @@ namespace {
 
 struct RunArgs {
   std::string file;
-  std::string backend = "eager";
+  std::string backend;  // --backend (tools/cli_checks.h: default inductor)
   std::string inputs_dir;
   std::optional<uint64_t> seed;
   bool check = false;
@@ -157,19 +157,13 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   static RunArgs run_args;
   auto* run = app.add_subcommand("run", "run a .kir graph (reference interpreter or a compiled backend) and summarise its outputs");
   run->add_option("graph", run_args.file, "the .kir file")->required();
-  run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or inductor (compiled)")
-      ->default_str("eager");
+  add_backend_option(*run, run_args.backend);
   run->add_option("--mode", run_args.mode,
                   "compile mode: default; with --backend inductor_cuda also reduce-overhead (the whole "
                   "program recorded once into a CUDA graph and replayed) or max-autotune (each kernel timed at a few "
                   "launch shapes at its first run, the fastest kept and cached on disk)")
       ->check(CLI::IsMember(compile_modes()));
-  auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
-                                 "directory with one .npy per graph input, named after it (%x -> x.npy)");
-  auto* seed = run->add_option("--seed", run_args.seed,
-                               "generate inputs from this seed (default: KILN_SEED); also seeds random ops")
-                  ->check(seed_check());
-  inputs->excludes(seed);
+  add_inputs_option(*run, run_args.inputs_dir, add_seed_option(*run, run_args.seed));
   run->add_flag("--check", run_args.check,
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
   run->add_flag("--grad", run_args.grad,
