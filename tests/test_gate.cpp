@@ -217,6 +217,36 @@ TEST_F(Gate, BadSuitesBaselinesAndOptionsAreClearErrors) {
   EXPECT_NE(backend.output.find("unknown backend 'nosuch'"), std::string::npos) << backend.output;
 }
 
+// A CI job killed at its timeout keeps what the run did: a progress line per entry as it finishes (stderr), and the
+// JSON, JUnit and Markdown reports rewritten after every entry, marked incomplete. Here the second entry hangs (the
+// inject_test backend's relu) under a 60 s limit and the run is killed after 15 s.
+TEST_F(Gate, ProgressLinesAndReportsStayWhenTheRunIsKilled) {
+  fs::create_directories(dir_ / "slow");
+  write_file(dir_ / "slow" / "a.kir", "graph a(%x: f32[4]) {\n  %y = neg(%x) : f32[4]\n  return %y\n}\n");
+  write_file(dir_ / "slow" / "b.kir", "graph b(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
+  CliResult r = shell("timeout -s KILL 15 '" KILN_CLI "' gate '" + path("slow") + "' --backend inject_test --repetitions 2 "
+                      "--timeout 60 --json '" + path("r.json") + "' --junit '" + path("j.xml") + "' --markdown '" +
+                      path("m.md") + "'", "KILN_INJECT=relu:hang");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kiln gate: [1/2] a.kir: PASS"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[2/2]"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(path("r.json"))) << r.output;
+  json report = json::parse(read_text(path("r.json")));
+  EXPECT_EQ(report["complete"], false);
+  EXPECT_EQ(report["entries_total"], 2);
+  ASSERT_EQ(report["entries"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["entries"][0]["name"], "a.kir");
+  EXPECT_NE(read_text(path("j.xml")).find("name=\"a.kir\""), std::string::npos);
+  EXPECT_NE(read_text(path("m.md")).find("incomplete: 1 of 2 entries"), std::string::npos) << read_text(path("m.md"));
+
+  fs::remove(dir_ / "slow" / "b.kir");
+  CliResult quiet = kiln_cli("gate '" + path("slow") + "' --backend inject_test --repetitions 2 -q --json '" +
+                             path("r.json") + "'");
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("kiln gate: ["), std::string::npos) << quiet.output;
+  EXPECT_EQ(json::parse(read_text(path("r.json")))["complete"], true);
+}
+
 TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries) {
   write_file(dir_ / "suite" / "gate.json",
              R"({"entries": [{"path": "relu.kir", "seed": 7}, {"path": "tanh.kir", "skip": "flaky on ARM"}]})");
