@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
 
     std::cout << "== explain(forward, x[32, 128])\n" << explain(forward, randn({32, 128})) << "\n";
 
-    auto compiled = compile(forward, {.backend = "inductor", .name = "forward", .arg_names = {"x"}});
+    // No backend named: KILN_BACKEND's, else inductor (`KILN_BACKEND=eager build/kiln-capture-demo` ablates it).
+    auto compiled = compile(forward, {.backend = "", .name = "forward", .arg_names = {"x"}});
     Tensor x = randn({32, 128});
     Tensor eager = forward(x);
     compiled(x);  // the first call traces (its results are eager results)
