@@ -64,7 +64,7 @@ TEST(CliOptions, EverySharedFlagReadsTheSameInEveryCommand) {
   // Which commands take which: every command that works on one graph takes its inputs and a seed.
   const std::map<std::string, std::set<std::string>> expected = {
       {"--backend", {"run", "minify", "bisect", "doctor", "gate", "bench", "fuzz"}},
-      {"--seed", {"run", "minify", "bisect", "doctor", "bench", "fuzz"}},
+      {"--seed", {"run", "minify", "bisect", "doctor", "gate", "bench", "fuzz"}},
       {"--inputs", {"run", "minify", "bisect", "doctor", "bench"}},
       {"--tol", {"minify", "bisect", "doctor", "gate", "fuzz"}},
       {"--timeout", {"repro run", "minify", "bisect", "doctor", "gate", "bench", "fuzz"}},

@@ -262,6 +262,19 @@ TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries)
   EXPECT_EQ(listed.output.find("relu.kir"), std::string::npos) << listed.output;
 }
 
+// --seed is the seed of every graph entry the manifest gives none (as KILN_SEED is); the reproduce command names it.
+TEST_F(Gate, SeedSetsTheInputsOfEntriesWithoutOne) {
+  write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "tanh.kir", "seed": 7}]})");
+  CliResult r = gate("--seed 11", "KILN_INJECT=relu:accuracy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("relu.kir --backend inductor --seed 11 --check"), std::string::npos) << r.output;
+  CliResult env = gate("", "KILN_SEED=12 KILN_INJECT=relu:accuracy");
+  EXPECT_NE(env.output.find("relu.kir --backend inductor --seed 12 --check"), std::string::npos) << env.output;
+  write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "relu.kir", "seed": 7}]})");
+  CliResult manifest = gate("--seed 11", "KILN_INJECT=relu:accuracy");
+  EXPECT_NE(manifest.output.find("relu.kir --backend inductor --seed 7 --check"), std::string::npos) << manifest.output;
+}
+
 TEST_F(Gate, ParallelEntriesGiveTheSameVerdicts) {
   CliResult r = gate("-j 2", "KILN_INJECT=relu:crash");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -1,5 +1,5 @@
 // `kiln gate SUITE [--backend B] [--baseline FILE] [--update-baseline] [--junit FILE] [--json FILE]
-// [--markdown FILE] [-j N] [--repetitions N] [--timeout S] [--tol T] [--time-tolerance F] [-q]`: runs every entry
+// [--markdown FILE] [-j N] [--repetitions N] [--timeout S] [--tol T] [--time-tolerance F] [--seed N] [-q]`: runs every entry
 // of the suite isolated, judges it against the baseline (gate/judge.h) and writes the reports. A progress line
 // per entry goes to stderr as it finishes, and the report files are rewritten (atomically) after every entry, so
 // a run killed at its CI timeout leaves the entries it finished. Exit status: 0 without regressions (or after
@@ -17,6 +17,7 @@
 #include "kiln_version.h"
 #include "tools/cli_checks.h"
 #include "core/escape.h"
+#include "core/options.h"
 #include "core/files.h"
 
 namespace kiln::cli {
@@ -30,13 +31,14 @@ struct GateArgs {
   std::string junit, json, markdown;
   int jobs = 1;
   bool quiet = false;
+  std::optional<uint64_t> seed;
   gate::RunConfig config;
   gate::Thresholds thresholds;
 };
 
 int run_gate(const GateArgs& a) {
   find_backend(a.config.backend);  // an unknown backend is bad input, before anything runs
-  gate::Suite suite = gate::load_suite(a.suite);
+  gate::Suite suite = gate::load_suite(a.suite, a.seed.value_or(uint64_t(opt_int(Opt::Seed))));
   std::optional<gate::Baseline> baseline;
   if (!a.baseline.empty() && !a.update_baseline) baseline = gate::load_baseline(a.baseline);
   if (baseline && baseline->backend != a.config.backend)
@@ -117,6 +119,7 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                             "a median call or cold compile this much slower (1 = twice as slow) with the rank test's "
                             "p < 0.05 is a regression (default 1; tighten it on a dedicated machine)");
   add_quiet_option(*gate, args.quiet);
+  add_seed_option(*gate, args.seed);
   runners["gate"] = [] { return run_gate(args); };
 }
 
