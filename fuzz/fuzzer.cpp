@@ -333,6 +333,7 @@ class Loop {
       if (same_graph(known)) {
         ++known.hits;
         remove_repro(r.repro);
+        say(r, "the same graph as finding " + known.signature);
         return;
       }
     if (r.minimized) r.cause = bisect_finding(m.graph, m.inputs, f, job, o_.check);
@@ -344,9 +345,18 @@ class Loop {
         ++known.hits;
         known.others.push_back({r.index, r.variant, r.signature});
         remove_repro(r.repro);
+        say(r, "the same bug as finding " + known.signature);
         return;
       }
+    say(r, "a new bug");
     s_.findings.push_back(std::move(r));
+  }
+
+  // The progress line of a minified finding: what it minimized to, its root cause, and where it went.
+  void say(const FindingRecord& r, const std::string& verdict) const {
+    if (!o_.progress) return;
+    o_.progress(fmt::format("kiln fuzz: graph {} ({}): {}{}: {}", r.index, r.variant, r.signature,
+                            r.cause.outcome.empty() ? "" : ", root cause " + r.cause.str(), verdict));
   }
 
   static void remove_repro(const std::string& path) {

@@ -30,6 +30,8 @@ struct FuzzOptions {
   std::string out_dir;             // repros of findings (empty: none written, findings not minified)
   int max_minify = 50;             // minifications per run (later findings are recorded unminified)
   std::function<void(const std::string&)> status;  // the live status line, when set
+  // One line per failing graph that is minified (and bisected) as it is bucketed: those steps take seconds each.
+  std::function<void(const std::string&)> progress;
   std::function<void(uint64_t, const graph::Graph&)> on_graph;  // every generated graph (--print)
 };
 

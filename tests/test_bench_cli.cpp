@@ -162,6 +162,21 @@ TEST_F(Bench, TheReportsAxisLabelsAreWholeAndDistinct) {
   EXPECT_EQ(labels, (std::set<std::string>{"aaaa #1", "aaaa #2", "bbbb"}));
 }
 
+// --inputs DIR: the graph is timed on those inputs (as `kiln run --inputs` reads them); it holds one graph's
+// inputs, so naming two graphs is bad input.
+TEST_F(Bench, InputsDirIsOneGraphsInputs) {
+  ASSERT_EQ(kiln_cli("run '" + path("chain.kir") + "' --backend eager --seed 5 --dump '" + path("in") + "'").exit_code, 0);
+  CliResult r = bench_cli("bench '" + path("chain.kir") + "' --repetitions 2 --caches warm -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chain/compiled/warm"), std::string::npos) << r.output;
+  write_file(dir_ / "in" / "x.npy", "not npy");
+  CliResult bad = bench_cli("bench '" + path("chain.kir") + "' -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;  // the inputs are read, not generated
+  CliResult two = bench_cli("bench '" + path("chain.kir") + "' '" + path("chain.kir") + "' -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("one graph's inputs"), std::string::npos) << two.output;
+}
+
 std::string find_chromium() {
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
     if (shell(std::string("command -v ") + name).exit_code == 0) return name;

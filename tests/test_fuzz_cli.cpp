@@ -98,6 +98,12 @@ TEST_F(FuzzCli, FindingsAreBucketedByRootCauseOneBucketPerBug) {
   EXPECT_EQ(buckets, (std::set<std::string>{"crash|inductor|inductor:lowering|mul",
                                             "accuracy|inductor|inductor:lowering|exp"})) << t.dump(2);
   EXPECT_EQ(t["distinct_bugs"], 2);
+  // Without -q, a progress line per minified finding as it is bucketed.
+  CliResult loud = kiln_cli("fuzz --seed 1 --runs 24 --max-nodes 2 --timeout 5 --ops mse_loss,lerp,addcmul,neg -o " +
+                            path("loud"), "KILN_INJECT=mul:crash");
+  EXPECT_NE(loud.output.find(", root cause inductor:lowering of mul (stage inductor): a new bug"), std::string::npos)
+      << loud.output;
+  EXPECT_NE(loud.output.find(": the same bug as finding crash:"), std::string::npos) << loud.output;
 }
 
 // A hang (the inject_test backend: the interpreter with KILN_INJECT faults; the inductor takes no hang kind) is a

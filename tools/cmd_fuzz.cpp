@@ -69,6 +69,10 @@ int run_fuzz_command(const FuzzArgs& a) {
       last = std::chrono::steady_clock::now();
       fmt::print(stderr, "{}\n", line);
     };
+  if (!a.quiet)
+    o.progress = [tty](const std::string& line) {  // on a terminal, over the status line
+      fmt::print(stderr, "{}{}{}\n", tty ? "\r" : "", terminal_safe(line), tty ? "\x1b[K" : "");
+    };
   fuzz::FuzzSummary s = fuzz::run_fuzz(o);
   if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
   fmt::print("{}\n", s.coverage_table());
