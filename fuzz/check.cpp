@@ -4,9 +4,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "api/backends.h"
+#include "bisect/bisect.h"
 #include "core/bisect.h"
 #include "core/options.h"
 #include "eager/philox.h"
@@ -15,6 +19,7 @@
 #include "minifier/inject_backend.h"
 #include "minifier/minifier.h"
 #include "ops/api.h"
+#include "ops/op_info.h"
 #include "repro/isolate.h"
 #include "repro/repro.h"
 
@@ -145,6 +150,7 @@ MinifiedFinding minify_finding(const CheckJob& job, const FailureSignature& obse
   try {
     minify::MinifyResult r = minify::minify(*job.graph, *job.inputs, o);
     f.graph = std::move(r.graph);
+    f.inputs = std::move(r.inputs);
     f.failure = r.failure.failed() ? r.failure : r.original;
     f.minimized = r.reverified;
     if (!r.reverified) f.note = "the minified repro did not re-verify: " + r.reverify_message;
@@ -153,11 +159,99 @@ MinifiedFinding minify_finding(const CheckJob& job, const FailureSignature& obse
     f.note = e.what();
   }
   f.graph = *job.graph;
+  f.inputs = *job.inputs;
   f.failure = observed;
   minify::write_repro_with_inputs(*job.graph, *job.inputs, opts.backend,
                                   observed, o.config,
                                   opts.tolerance, path);
   return f;
+}
+
+std::string op_of_site_info(const std::string& site_info) {
+  const size_t eq = site_info.find(" = ");
+  if (eq == std::string::npos) return "";
+  const size_t start = eq + 3, end = site_info.find_first_of(" (", start);
+  std::string op = site_info.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  return find_op(op) ? op : "";
+}
+
+std::string RootCause::str() const {
+  if (!explained()) return stage.empty() ? outcome : fmt::format("{} (stage {})", outcome, stage);
+  return fmt::format("{}{} (stage {})", site, op.empty() ? "" : " of " + op, stage);
+}
+
+namespace {
+
+// Its stderr to /dev/null while alive, unless KILN_LOGS asks for logs (quiet_child's rule for this process: the
+// bisector's children inherit it).
+struct QuietStderr {
+  QuietStderr() {
+    if (!opt_list(Opt::Logs).empty()) return;
+    std::fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) dup2(null, STDERR_FILENO), close(null);
+  }
+  ~QuietStderr() {
+    if (saved < 0) return;
+    std::fflush(stderr);
+    dup2(saved, STDERR_FILENO), close(saved);
+  }
+  int saved = -1;
+};
+
+// The debug info of application `index` of `site` ("stage:subsystem") when `g` compiles under `setting` (NAME=VALUE,
+// the bisector's failing configuration), read from a compile in a forked child: the bisector reads it from a run,
+// which a crash ends before it reports ("" when the backend has no compile step or the child fails).
+std::string site_info_of_compile(const graph::Graph& g, const std::string& backend, const std::string& site,
+                                 int64_t index, const std::string& setting, double timeout_s) {
+  const BackendCompileFn* compile = find_backend_compiler(backend);
+  const size_t colon = site.find(':'), eq = setting.find('=');
+  if (!compile || colon == std::string::npos || index < 0) return "";
+  IsolatedResult r = run_isolated([&] {
+    std::optional<ScopedOption> bad;  // also makes the backend bypass its graph cache, so the sites are asked
+    if (eq != std::string::npos)
+      if (std::optional<Opt> id = find_option(setting.substr(0, eq))) bad.emplace(*id, setting.substr(eq + 1));
+    reset_bisect_counts();
+    watch_bisect_site(site.substr(0, colon), site.substr(colon + 1), index);
+    (*compile)(g);
+    return watched_bisect_site();
+  }, timeout_s, setup_limit_for(timeout_s));
+  return r.kind == FailureKind::None ? r.payload : "";
+}
+
+}  // namespace
+
+RootCause bisect_finding(const graph::Graph& g, const std::vector<Tensor>& inputs, const FailureSignature& failure,
+                         const CheckJob& job, const CheckOptions& opts) {
+  std::map<std::string, std::string> config;
+  for (const auto& [name, value] : job.config)
+    if (name.rfind("KILN_BISECT_", 0) != 0) config[name] = value;
+  AppliedConfig applied(config);
+  manual_seed(job.random_seed);
+  bisect::BisectOptions o;
+  o.backend = opts.backend;
+  o.want = failure.kind == FailureKind::Accuracy ? bisect::Want::Accuracy : bisect::Want::Error;
+  o.tolerance = opts.tolerance;
+  o.timeout_s = opts.timeout_s;
+  bisect::BisectReport r;
+  {
+    QuietStderr quiet;
+    r = bisect::bisect_graph(g, inputs, o, "");
+  }
+  RootCause c;
+  c.outcome = std::string(bisect::outcome_name(r.outcome));
+  c.stage = r.stage;
+  if (r.outcome == bisect::BisectReport::Outcome::Bisected && r.culprit) {
+    c.site = r.culprit->site;
+    std::string info = r.culprit->site_info;
+    if (info.empty() && !r.culprit->is_flip)
+      info = site_info_of_compile(g, opts.backend, c.site, r.culprit->application, r.culprit->bad_setting,
+                                  opts.timeout_s);
+    c.op = op_of_site_info(info);
+    if (c.op.empty()) c.op = op_of_site_info(r.culprit->location);
+  }
+  return c;
 }
 
 }  // namespace kiln::fuzz

@@ -1,7 +1,7 @@
 // The fuzzer's door to the failure layer: isolation (a crash or hang of a candidate is a finding, not the end
-// of the run), classification of what a backend run showed, and minification of a finding into a repro
-// file. Every call `kiln fuzz` makes into repro/ and minifier/ is in check.cpp, so the failure layer can
-// change behind these functions.
+// of the run), classification of what a backend run showed, minification of a finding into a repro file, and
+// the bisection of a minimized finding to its root cause. Every call `kiln fuzz` makes into repro/, minifier/
+// and bisect/ is in check.cpp, so the failure layer can change behind these functions.
 #pragma once
 #include <map>
 #include <string>
@@ -54,11 +54,33 @@ std::vector<FailureSignature> check_isolated(const std::vector<CheckJob>& jobs, 
 // `observed` as its failure and sets `minimized` false.
 struct MinifiedFinding {
   graph::Graph graph;
+  std::vector<Tensor> inputs;  // the minimized graph's
   FailureSignature failure;
   bool minimized = false;
   std::string note;  // why it was not minimized
 };
 MinifiedFinding minify_finding(const CheckJob& job, const FailureSignature& observed, const CheckOptions& opts,
                                const std::string& path);
+
+// Where a finding's bug is: the bisector (bisect/bisect.h) run on the minimized graph, its first failing stage
+// of the ladder, the subsystem whose first bad application causes it, and the op that application acts on
+// after decomposition (the lowering of `mul` inside batch_norm's decomposition is `mul`). One injected bug in
+// `mul` minimizes to a different graph per op that decomposes into mul, but bisects to one root cause.
+struct RootCause {
+  std::string outcome;  // the bisector's: bisected, unexplained, nondeterministic, passes
+  std::string stage;    // the first rung of the ladder that fails ("" when none did)
+  std::string site;     // "stage:subsystem" or the configuration flip; "" when nothing explained it
+  std::string op;       // the op the first bad application acts on; "" when its debug info names none
+  bool explained() const { return !site.empty(); }
+  std::string str() const;  // "inductor:lowering of mul (stage inductor)"
+};
+// `failure` (the kind the finding showed) decides what counts in the bisection: an accuracy finding is bisected
+// on accuracy failures only, any other on errors, crashes and hangs. The job's configuration (but its KILN_BISECT_*
+// settings, which the bisector sets itself) is applied; random ops start from its seed.
+RootCause bisect_finding(const graph::Graph& g, const std::vector<Tensor>& inputs, const FailureSignature& failure,
+                         const CheckJob& job, const CheckOptions& opts);
+// The op a should_run site's debug info names ("%t3 = mul" -> "mul"; "relu in kernel_2" -> ""): the text after
+// " = " up to the next space, when it is an op of the table.
+std::string op_of_site_info(const std::string& site_info);
 
 }  // namespace kiln::fuzz

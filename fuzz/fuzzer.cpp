@@ -275,18 +275,30 @@ class Loop {
     }
   }
 
-  // A finding: counted against a known signature when one's ops all occur in the graph with the same kind and
-  // variant (so a known bug is not minified again), else minified, and deduplicated by its signature.
+  static std::multiset<std::string> ops_of_signature(const std::string& signature) {
+    std::multiset<std::string> known;
+    for (size_t s = signature.find(':') + 1, e; s < signature.size(); s = e + 1) {
+      e = std::min(signature.find(',', s), signature.size());
+      known.insert(signature.substr(s, e - s));
+    }
+    return known;
+  }
+
+  // A finding: counted against a bucket when one of its minimized graphs' ops all occur in the graph, with the
+  // same kind and variant (so a known bug is not minified again); else minified, then counted against a bucket
+  // with the same minimized signature, else bisected and put in the bucket of its root cause (a new one when
+  // none has it yet).
   void record(const Prepared& p, const CheckJob& job, const FailureSignature& f, const std::string& variant) {
     const std::multiset<std::string> ops = op_names(*job.graph);
+    auto contained = [&](const std::string& signature) {
+      const std::multiset<std::string> known = ops_of_signature(signature);
+      return std::includes(ops.begin(), ops.end(), known.begin(), known.end());
+    };
     for (FindingRecord& r : s_.findings) {
-      if (r.kind != f.kind || r.variant != variant) continue;
-      std::multiset<std::string> known;
-      for (size_t s = r.signature.find(':') + 1, e; s < r.signature.size(); s = e + 1) {
-        e = std::min(r.signature.find(',', s), r.signature.size());
-        known.insert(r.signature.substr(s, e - s));
-      }
-      if (std::includes(ops.begin(), ops.end(), known.begin(), known.end())) {
+      if (r.kind != f.kind) continue;
+      bool known = r.variant == variant && contained(r.signature);
+      for (const FindingRecord::Other& o : r.others) known = known || (o.variant == variant && contained(o.signature));
+      if (known) {
         ++r.hits;
         return;
       }
@@ -298,24 +310,53 @@ class Loop {
     r.seed = o_.seed;
     r.index = p.index;
     Graph reduced = *job.graph;
+    MinifiedFinding m;
     if (!o_.out_dir.empty() && minified_ < o_.max_minify) {
       ++minified_;
       r.repro = (std::filesystem::path(o_.out_dir) /
                  fmt::format("{}-s{}-i{}-{}.repro", failure_kind_name(f.kind), o_.seed, p.index, variant)).string();
-      MinifiedFinding m = minify_finding(job, f, o_.check, r.repro);
-      reduced = std::move(m.graph);
+      m = minify_finding(job, f, o_.check, r.repro);
+      reduced = m.graph;
       r.minimized = m.minimized;
       r.note = m.note;
       if (m.failure.failed()) r.message = m.failure.message;
     }
     r.signature = std::string(failure_kind_name(r.kind)) + ":" + op_structure(reduced);
+    auto same_graph = [&](const FindingRecord& known) {
+      if (known.kind != r.kind) return false;
+      if (known.signature == r.signature && known.variant == r.variant) return true;
+      return std::any_of(known.others.begin(), known.others.end(), [&](const FindingRecord::Other& o) {
+        return o.signature == r.signature && o.variant == r.variant;
+      });
+    };
     for (FindingRecord& known : s_.findings)
-      if (known.signature == r.signature && known.variant == r.variant) {
+      if (same_graph(known)) {
         ++known.hits;
         remove_repro(r.repro);
+        say(r, "the same graph as finding " + known.signature);
         return;
       }
+    if (r.minimized) r.cause = bisect_finding(m.graph, m.inputs, f, job, o_.check);
+    r.bucket = r.cause.explained()
+                   ? fmt::format("{}|{}|{}|{}", failure_kind_name(r.kind), r.cause.stage, r.cause.site, r.cause.op)
+                   : fmt::format("{}|{}|{}", r.signature, r.variant, r.cause.outcome);
+    for (FindingRecord& known : s_.findings)
+      if (known.bucket == r.bucket) {
+        ++known.hits;
+        known.others.push_back({r.index, r.variant, r.signature});
+        remove_repro(r.repro);
+        say(r, "the same bug as finding " + known.signature);
+        return;
+      }
+    say(r, "a new bug");
     s_.findings.push_back(std::move(r));
+  }
+
+  // The progress line of a minified finding: what it minimized to, its root cause, and where it went.
+  void say(const FindingRecord& r, const std::string& verdict) const {
+    if (!o_.progress) return;
+    o_.progress(fmt::format("kiln fuzz: graph {} ({}): {}{}: {}", r.index, r.variant, r.signature,
+                            r.cause.outcome.empty() ? "" : ", root cause " + r.cause.str(), verdict));
   }
 
   static void remove_repro(const std::string& path) {
@@ -355,7 +396,7 @@ std::string FuzzSummary::status_line() const {
   uint64_t hits = 0;
   for (const FindingRecord& f : findings) hits += f.hits;
   auto pct = [&](uint64_t a, uint64_t b) { return b ? 100.0 * double(a) / double(b) : 100.0; };
-  return fmt::format("kiln fuzz: {} graphs ({:.0f}/s) | valid {:.1f}% | NaN-free {:.1f}% | findings {} unique ({} hits) "
+  return fmt::format("kiln fuzz: {} graphs ({:.0f}/s) | valid {:.1f}% | NaN-free {:.1f}% | {} distinct bugs ({} hits) "
                      "| ops {}/{} | {:.0f} s",
                      graphs, seconds > 0 ? double(graphs) / seconds : 0.0, pct(valid, graphs), pct(nan_free, valid),
                      findings.size(), hits, ops.size(), all_ops().size(), seconds);
@@ -372,12 +413,22 @@ std::string FuzzSummary::json() const {
   j["graphs_per_second"] = seconds > 0 ? double(graphs) / seconds : 0.0;
   j["valid_rate"] = graphs ? double(valid) / double(graphs) : 1.0;
   j["nan_free_rate"] = valid ? double(nan_free) / double(valid) : 1.0;
+  j["distinct_bugs"] = findings.size();
   j["findings"] = nlohmann::json::array();
-  for (const FindingRecord& f : findings)
-    j["findings"].push_back({{"signature", utf8_lossless(f.signature)}, {"kind", failure_kind_name(f.kind)},
-                             {"variant", f.variant}, {"seed", f.seed}, {"index", f.index}, {"hits", f.hits},
-                             {"repro", utf8_lossless(f.repro)}, {"minimized", f.minimized},
-                             {"message", utf8_lossless(f.message)}, {"note", utf8_lossless(f.note)}});
+  for (const FindingRecord& f : findings) {
+    nlohmann::json others = nlohmann::json::array();
+    for (const FindingRecord::Other& o : f.others)
+      others.push_back({{"index", o.index}, {"variant", o.variant}, {"signature", utf8_lossless(o.signature)}});
+    j["findings"].push_back({{"signature", utf8_lossless(f.signature)}, {"bucket", utf8_lossless(f.bucket)},
+                             {"kind", failure_kind_name(f.kind)}, {"variant", f.variant}, {"seed", f.seed},
+                             {"index", f.index}, {"hits", f.hits}, {"repro", utf8_lossless(f.repro)},
+                             {"minimized", f.minimized}, {"message", utf8_lossless(f.message)},
+                             {"note", utf8_lossless(f.note)},
+                             {"root_cause", {{"outcome", utf8_lossless(f.cause.outcome)},
+                                             {"stage", utf8_lossless(f.cause.stage)},
+                                             {"site", utf8_lossless(f.cause.site)}, {"op", utf8_lossless(f.cause.op)}}},
+                             {"other_graphs", others}});
+  }
   std::set<OpId> ops;
   nlohmann::json cov = nlohmann::json::object();
   for (const auto& [k, n] : coverage) {

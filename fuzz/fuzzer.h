@@ -1,8 +1,9 @@
 // `kiln fuzz`'s loop: generate graphs (fuzz/generator.h), pick inputs that keep the fp64 reference finite (a
 // short input search), check each graph differentially (backend vs the fp64 interpreter through the
 // comparator) and metamorphically (fusion off, a bisection limit, contiguous copies of strided inputs, the
-// graph compiled in f64), each batch in a forked child (fuzz/check.h); classify, minify and deduplicate
-// findings, write their repros, keep coverage, and summarise.
+// graph compiled in f64), each batch in a forked child (fuzz/check.h); classify and minify findings, bucket them
+// by root cause (the bisector on each minimized finding: one bucket per bug, whatever graph showed it), write one
+// repro per bucket, keep coverage, and summarise.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,17 +30,31 @@ struct FuzzOptions {
   std::string out_dir;             // repros of findings (empty: none written, findings not minified)
   int max_minify = 50;             // minifications per run (later findings are recorded unminified)
   std::function<void(const std::string&)> status;  // the live status line, when set
+  // One line per failing graph that is minified (and bisected) as it is bucketed: those steps take seconds each.
+  std::function<void(const std::string&)> progress;
   std::function<void(uint64_t, const graph::Graph&)> on_graph;  // every generated graph (--print)
 };
 
+// One bucket of findings: one bug. Its key is the root cause (failure kind, first failing stage, subsystem, and
+// the op of the first bad application after decomposition) when the bisector explains the minimized graph's
+// failure; else (not minimized, or nothing explains it) the failure kind and the minimized op structure, per
+// variant. The representative is the first finding of the bucket; its repro is the one kept.
 struct FindingRecord {
-  std::string signature;  // failure kind + the minimized graph's op structure
+  std::string signature;  // the representative's failure kind + minimized op structure ("crash:batch_norm")
+  std::string bucket;     // the key findings are grouped by
+  RootCause cause;        // what the bisector said (outcome empty when it did not run)
   FailureKind kind = FailureKind::None;
   std::string message, variant, repro;
   uint64_t seed = 0, index = 0;
-  uint64_t hits = 1;
+  uint64_t hits = 1;      // graphs that showed this bug (the representative included)
   bool minimized = false;
   std::string note;
+  // The bucket's other minimized graphs (their repros are not kept: the representative's shows the bug).
+  struct Other {
+    uint64_t index = 0;
+    std::string variant, signature;
+  };
+  std::vector<Other> others;
 };
 
 struct FuzzSummary {
@@ -48,7 +63,7 @@ struct FuzzSummary {
   // kStepMarginUlps of a step (fuzz/domains.h).
   uint64_t near_steps = 0;
   double seconds = 0;
-  std::vector<FindingRecord> findings;
+  std::vector<FindingRecord> findings;  // one per distinct bug
   std::map<CoverageKey, uint64_t> coverage;
   // Calls shape inference accepted but the kernel refused while generating (FuzzCase::refused), by message
   // with numbers masked: gaps between an op's infer function and its kernel (graphs that verify, then fail).

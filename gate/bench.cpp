@@ -18,6 +18,7 @@
 
 #include "api/backends.h"
 #include "bench/bench_util.h"
+#include "core/escape.h"
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
@@ -26,6 +27,7 @@
 #include "ops/api.h"
 #include "core/escape.h"
 #include "core/files.h"
+#include "repro/isolate.h"
 
 namespace kiln::gate {
 
@@ -97,19 +99,68 @@ const BenchCase* BenchRun::find(const std::string& name) const {
   return nullptr;
 }
 
-BenchRun run_benchmarks(const std::vector<std::string>& graph_files, const BenchConfig& c) {
-  BenchRun run{now_iso8601(), KILN_VERSION, KILN_GIT_HASH, c.backend, this_machine(), {}};
+bool is_gated_case(const std::string& name) { return name.find("/compiled/") != std::string::npos; }
+
+namespace {
+
+// The graph's first compiled run, in a forked child: compile (the setup step, with its generous limit), run,
+// compare with the fp64 reference. A failure is why the graph is not timed.
+FailureSignature first_run_isolated(const graph::Graph& g, const std::vector<Tensor>& inputs, const BenchConfig& c) {
+  IsolatedResult r = run_isolated([&] {
+    try {
+      GraphProgram program;
+      if (const BackendCompileFn* compile = find_backend_compiler(c.backend)) program = (*compile)(g);
+      isolated_run_starts();
+      manual_seed(c.seed);
+      if (program) program(graph::copy_inputs(inputs));
+      else find_backend(c.backend)(g, graph::copy_inputs(inputs));
+    } catch (const Error& e) {
+      return encode_failure(failure_of_exception(e));
+    }
+    return encode_failure(FailureSignature{});
+  }, c.timeout_s, setup_limit_for(c.timeout_s));
+  return classify(r);
+}
+
+}  // namespace
+
+BenchRun run_benchmarks(const std::vector<std::string>& graph_files, const BenchConfig& c,
+                        const std::function<void(const BenchRun&)>& after_graph) {
+  BenchRun run{now_iso8601(), KILN_VERSION, KILN_GIT_HASH, c.backend, this_machine(), {}, {}};
   const BackendFn& backend = find_backend(c.backend);
+  KILN_CHECK(c.inputs_dir.empty() || graph_files.size() == 1, "kiln bench --inputs {}: one graph's inputs, but {} "
+             "graphs are named; bench each graph that needs real inputs on its own", c.inputs_dir, graph_files.size());
   std::set<std::string> prefixes;
-  for (const std::string& file : graph_files) {
-    graph::Graph g = graph::load_graph(file);
-    graph::verify_graph(g, file);
-    // Case names go into JSON files (nlohmann::json refuses text that is not UTF-8) and are compared with
-    // the names read back from them: made valid UTF-8 once, here.
-    std::string prefix = utf8_lossless(graph_case_prefix(file));
-    KILN_CHECK(prefixes.insert(prefix).second, "{}: another graph has the name {}; benchmark names must be unique "
-               "(rename one file)", terminal_safe(file), terminal_safe(prefix));
-    std::vector<Tensor> inputs = graph::seeded_inputs(g, c.seed);
+  std::vector<graph::Graph> graphs;
+  for (const std::string& file : graph_files) {  // every file checked before the long part
+    graphs.push_back(graph::load_graph(file));
+    graph::verify_graph(graphs.back(), file);
+    // Case names go into JSON files (nlohmann::json refuses text that is not UTF-8) and are compared with the
+    // names read back from them: made valid UTF-8 once (case_prefix below).
+    KILN_CHECK(prefixes.insert(utf8_lossless(graph_case_prefix(file))).second, "{}: another graph has the name {}; "
+               "benchmark names must be unique (rename one file)", terminal_safe(file),
+               terminal_safe(graph_case_prefix(file)));
+  }
+  const int regimes = int(c.cold) + int(c.warm);
+  const size_t total_cases = graph_files.size() * size_t(3 * regimes);
+  size_t done_cases = 0;
+  auto say = [&](const std::string& line) {
+    if (c.progress) c.progress(line);
+  };
+  for (size_t gi = 0; gi < graph_files.size(); ++gi) {
+    const std::string& file = graph_files[gi];
+    const graph::Graph& g = graphs[gi];
+    const std::string prefix = utf8_lossless(graph_case_prefix(file));
+    std::vector<Tensor> inputs = c.inputs_dir.empty() ? graph::seeded_inputs(g, c.seed) : graph::load_inputs(g, c.inputs_dir);
+    FailureSignature first = first_run_isolated(g, inputs, c);
+    if (first.failed()) {
+      run.failures.push_back({prefix, std::string(failure_kind_name(first.kind)), first.message});
+      done_cases += size_t(3 * regimes);
+      say(fmt::format("kiln bench: [{}/{}] {}: {} on {}: {} (not timed)", done_cases, total_cases,
+                      terminal_safe(prefix), failure_kind_name(first.kind), c.backend, terminal_safe(first.message)));
+      if (after_graph) after_graph(run);
+      continue;
+    }
     graph::Interpreter eager(g);
     std::vector<Tensor> outputs;
     auto compiled = [&] { manual_seed(c.seed), outputs = backend(g, inputs); };
@@ -128,9 +179,12 @@ BenchRun run_benchmarks(const std::vector<std::string>& graph_files, const Bench
                                        std::tuple{"copy", std::function<void()>(copy_call), std::function<void()>(copy_flush)}}) {
         BenchCase bc = sample(fmt::format("{}/{}/{}", prefix, variant, regime), call, fl, c, cold);
         bc.bytes = read + written;
+        say(fmt::format("kiln bench: [{}/{}] {}: median {:.4g} ms ({} samples of {} calls)", ++done_cases, total_cases,
+                        bc.name, median(bc.samples_ms), bc.samples_ms.size(), bc.iterations));
         run.cases.push_back(std::move(bc));
       }
     }
+    if (after_graph) after_graph(run);
   }
   return run;
 }
@@ -156,6 +210,10 @@ json google_benchmark_json(const BenchRun& run) {
                             {"aggregate_unit", std::string(agg) == "cv" ? "percentage" : "time"},
                             {"iterations", n}, {"real_time", value}, {"cpu_time", value}, {"time_unit", "ms"}});
   }
+  for (const BenchFailure& f : run.failures)
+    benchmarks.push_back({{"name", f.graph + "/compiled"}, {"run_name", f.graph + "/compiled"},
+                          {"run_type", "iteration"}, {"error_occurred", true}, {"error_message", utf8_lossless(f.message)},
+                          {"error_kind", f.kind}});
   return {{"context",
            {{"date", utf8_lossless(run.date)}, {"executable", "kiln bench"}, {"kiln_version", utf8_lossless(run.kiln_version)},
             {"git", utf8_lossless(run.git_hash)}, {"backend", utf8_lossless(run.backend)},
@@ -180,6 +238,12 @@ BenchRun bench_run_from_json(const json& j, const std::string& where) {
     std::map<std::string, size_t> index;
     for (const json& b : j["benchmarks"]) {
       if (b.value("run_type", "iteration") != "iteration") continue;
+      if (b.value("error_occurred", false)) {  // Google Benchmark's failed benchmark; kiln's failed graph
+        std::string name = b.value("run_name", b.at("name").get<std::string>());
+        run.failures.push_back({name.substr(0, name.rfind("/compiled")), b.value("error_kind", "error"),
+                                b.value("error_message", "")});
+        continue;
+      }
       const std::string name = b.value("run_name", b.at("name").get<std::string>());
       const std::string unit = b.value("time_unit", "ns");
       const double to_ms = unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
@@ -218,7 +282,7 @@ std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun&
   };
   std::vector<CaseComparison> out;
   for (const BenchCase& c : now.cases) {
-    CaseComparison cmp{c.name, NAN, median(samples(c)), {}, "new"};
+    CaseComparison cmp{c.name, NAN, median(samples(c)), {}, "new", is_gated_case(c.name)};
     if (const BenchCase* b = before.find(c.name)) {
       cmp.before_ms = median(samples(*b));
       cmp.test = mann_whitney_u(samples(c), samples(*b));
@@ -229,8 +293,13 @@ std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun&
     }
     out.push_back(cmp);
   }
-  for (const BenchCase& b : before.cases)
-    if (!now.find(b.name)) out.push_back({b.name, median(samples(b)), NAN, {}, "missing"});
+  for (const BenchCase& b : before.cases) {
+    if (now.find(b.name)) continue;
+    const bool failed = std::any_of(now.failures.begin(), now.failures.end(), [&](const BenchFailure& f) {
+      return b.name.rfind(f.graph + "/", 0) == 0;
+    });
+    out.push_back({b.name, median(samples(b)), NAN, {}, failed ? "FAILED" : "missing", is_gated_case(b.name)});
+  }
   return out;
 }
 
@@ -273,25 +342,53 @@ std::vector<BenchRun> load_history(const std::string& path) {
 
 namespace {
 
-// One case's plot: x = run, y = median ms (0 at the bottom), a bar from the fastest to the slowest sample.
+// The widest a label of `chars` characters at font size `px` can be: 0.62 em a character (wider than any digit,
+// letter or space of a sans-serif font but W and M), so a label placed by it is never cut.
+double label_width(size_t chars, double px) { return 0.62 * px * double(chars); }
+
+// Each run's x label: its commit, with "#k" (the k-th run of that commit) where runs share one, so every label
+// names its own run.
+std::vector<std::string> run_labels(const std::vector<BenchRun>& history) {
+  std::map<std::string, int> runs_of, seen;
+  for (const BenchRun& r : history) ++runs_of[r.git_hash.substr(0, 9)];
+  std::vector<std::string> out;
+  for (const BenchRun& r : history) {
+    const std::string commit = r.git_hash.substr(0, 9);
+    out.push_back(runs_of[commit] > 1 ? fmt::format("{} #{}", commit, ++seen[commit]) : commit);
+  }
+  return out;
+}
+
+// One case's plot: x = run, y = median ms (0 at the bottom), a bar from the fastest to the slowest sample. Only a
+// gated (compiled) case marks and counts regressions; a reference case's slower runs are marked as such, in grey.
 std::string case_svg(const std::string& name, const std::vector<BenchRun>& history, double tolerance, double alpha,
                      int& regressions) {
-  constexpr double W = 640, H = 220, left = 60, right = 20, top = 20, bottom = 40;
+  constexpr double H = 220, right = 20, top = 20, bottom = 40, font = 11, tick_font = 10;
+  const bool gated = is_gated_case(name);
   double ymax = 0;
   for (const BenchRun& r : history)
     if (const BenchCase* c = r.find(name))
       for (double x : c->samples_ms) ymax = std::max(ymax, x);
   ymax = ymax > 0 ? ymax * 1.1 : 1;
+  const std::string ytop = fmt::format("{:.3g} ms", ymax);
+  const std::vector<std::string> labels = run_labels(history);
+  size_t widest = 0;
+  for (const std::string& l : labels) widest = std::max(widest, l.size());
+  // The left margin holds the y label whole; runs are spaced so their labels do not overlap.
+  const double left = std::max(60.0, label_width(ytop.size(), font) + 8);
+  const double spacing = label_width(widest, tick_font) + 8;
   const size_t n = history.size();
-  auto X = [&](size_t i) { return left + (n > 1 ? double(i) * (W - left - right) / double(n - 1) : (W - left - right) / 2); };
+  const double W = std::max(640.0, left + right + spacing * double(n));
+  // Runs at the middles of n equal slots, so the first and last labels stay inside the plot too.
+  auto X = [&](size_t i) { return left + (double(i) + 0.5) * (W - left - right) / double(n); };
   auto Y = [&](double v) { return top + (H - top - bottom) * (1 - v / ymax); };
   std::string svg = fmt::format("<svg class=\"plot\" data-case=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
                                 "height=\"{}\" viewBox=\"0 0 {} {}\">\n", html_escape(name), W, H, W, H);
   svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#888\"/>"
                      "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#888\"/>\n", left, top, H - bottom, W - right);
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.3g} ms</text>"
-                     "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">0</text>\n", left - 4, top + 4, ymax,
-                     left - 4, H - bottom);
+  svg += fmt::format("<text class=\"ylabel\" x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"end\">{}</text>"
+                     "<text class=\"ylabel\" x=\"{}\" y=\"{}\" font-size=\"{}\" text-anchor=\"end\">0</text>\n",
+                     left - 4, top + 4, font, ytop, left - 4, H - bottom, font);
   std::string line;
   const BenchCase* previous = nullptr;
   for (size_t i = 0; i < n; ++i) {
@@ -304,16 +401,19 @@ std::string case_svg(const std::string& name, const std::vector<BenchRun>& histo
       RankTest t = mann_whitney_u(c->samples_ms, previous->samples_ms);
       regressed = t.p_value < alpha && med > median(previous->samples_ms) * (1 + tolerance);
     }
+    const bool reference_slower = regressed && !gated;  // shown, not counted: a reference, not the compiler
+    regressed = regressed && gated;
     regressions += regressed;
     line += fmt::format("{}{:.1f},{:.1f}", line.empty() ? "" : " ", X(i), Y(med));
     svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{0:.1f}\" y2=\"{2:.1f}\" stroke=\"#9ab\"/>\n", X(i),
                        Y(*lo), Y(*hi));
     svg += fmt::format("<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"><title>{} {}: median "
-                       "{:.4g} ms{}</title></circle>\n", regressed ? "regression" : "run", X(i), Y(med),
-                       regressed ? 6 : 3.5, regressed ? "#d22" : "#246", html_escape(history[i].git_hash),
-                       html_escape(history[i].date), med, regressed ? " (regression)" : "");
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n", X(i),
-                       H - bottom + 14, html_escape(history[i].git_hash.substr(0, 9)));
+                       "{:.4g} ms{}</title></circle>\n", regressed ? "regression" : reference_slower ? "reference-slower" : "run",
+                       X(i), Y(med), regressed ? 6 : 3.5, regressed ? "#d22" : reference_slower ? "#999" : "#246",
+                       html_escape(history[i].git_hash), html_escape(history[i].date), med,
+                       regressed ? " (regression)" : reference_slower ? " (slower; a reference, not gated)" : "");
+    svg += fmt::format("<text class=\"xlabel\" x=\"{:.1f}\" y=\"{}\" font-size=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       X(i), H - bottom + 14, tick_font, html_escape(labels[i]));
     previous = c;
   }
   svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#246\"/>\n</svg>\n", line);
@@ -344,7 +444,8 @@ std::string history_html(const std::vector<BenchRun>& history, double tolerance,
       " h2{{font-size:14px;margin:0}} .bad{{color:#d22}}</style></head>\n<body>\n"
       "<h1>kiln bench: {} runs, {} cases, {} regressions</h1>\n"
       "<p>{} to {}. Each plot: the median ms per call of one case per run (by commit), the bar from its fastest to "
-      "its slowest sample; red: slower than the run before by more than {:.0f}% with the rank test's p &lt; {}.</p>\n"
+      "its slowest sample; red: a compiled case slower than the run before by more than {:.0f}% with the rank test's "
+      "p &lt; {} (grey: the same for an eager or copy case, a reference that is shown, not counted).</p>\n"
       "{}</body></html>\n",
       history.size(), names.size(), total_regressions, html_escape(first), html_escape(last), 100 * tolerance, alpha,
       body);

@@ -219,7 +219,8 @@ Measurement measurement_from_json(const json& j, const std::string& where) {
   }
 }
 
-std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& config, int jobs) {
+std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& config, int jobs,
+                                       const std::function<void(size_t, const Measurement&)>& on_entry) {
   std::vector<std::function<std::string()>> bodies;
   std::vector<size_t> run_index;  // entry index of each body
   double longest_timeout = config.timeout_s;
@@ -235,15 +236,18 @@ std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& conf
   }
   // An entry's own timeout is for its inner runs; the child as a whole gets twice the longest (it also
   // compiles and times a passing graph).
-  std::vector<IsolatedResult> results = run_isolated_many(bodies, jobs, 2 * longest_timeout);
   std::vector<Measurement> out(suite.entries.size());
   for (size_t i = 0; i < suite.entries.size(); ++i)
-    if (!suite.entries[i].skip_reason.empty()) out[i] = failure("skipped", suite.entries[i].skip_reason);
-  for (size_t k = 0; k < results.size(); ++k) {
-    Measurement m = from_isolated(results[k], 2 * longest_timeout);
-    m.seconds = results[k].seconds;
+    if (!suite.entries[i].skip_reason.empty()) {
+      out[i] = failure("skipped", suite.entries[i].skip_reason);
+      if (on_entry) on_entry(i, out[i]);
+    }
+  run_isolated_many(bodies, jobs, 2 * longest_timeout, 0, [&](size_t k, const IsolatedResult& r) {
+    Measurement m = from_isolated(r, 2 * longest_timeout);
+    m.seconds = r.seconds;
     out[run_index[k]] = std::move(m);
-  }
+    if (on_entry) on_entry(run_index[k], out[run_index[k]]);
+  });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,10 @@ struct RunConfig {
   int repetitions = 5;
 };
 
-std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& config, int jobs);
+// `on_entry` (when set) is called with each entry's index and measurement as it is known: skipped entries first,
+// then each run entry as its child finishes (`kiln gate`'s progress lines and incremental reports).
+std::vector<Measurement> measure_suite(const Suite& suite, const RunConfig& config, int jobs,
+                                       const std::function<void(size_t, const Measurement&)>& on_entry = nullptr);
 
 nlohmann::json to_json(const Measurement& m);
 Measurement measurement_from_json(const nlohmann::json& j, const std::string& where);

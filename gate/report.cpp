@@ -49,6 +49,10 @@ json texts(const std::vector<std::string>& v) {
 
 }  // namespace
 
+std::string RunInfo::incomplete(size_t results) const {
+  return results < entries_total ? fmt::format("incomplete: {} of {} entries", results, entries_total) : "";
+}
+
 int count_verdict(const std::vector<EntryResult>& results, Verdict v) {
   int n = 0;
   for (const EntryResult& r : results) n += r.verdict == v;
@@ -56,9 +60,11 @@ int count_verdict(const std::vector<EntryResult>& results, Verdict v) {
 }
 
 std::string summary_text(const std::vector<EntryResult>& results, const RunInfo& info) {
-  std::string out = fmt::format("kiln gate {} (backend {}, {}):\n", terminal_safe(info.suite), info.backend,
+  const std::string incomplete = info.incomplete(results.size());
+  std::string out = fmt::format("kiln gate {} (backend {}, {}{}):\n", terminal_safe(info.suite), info.backend,
                                 info.baseline.empty() ? "no baseline: every entry must pass"
-                                                      : "baseline " + terminal_safe(info.baseline));
+                                                      : "baseline " + terminal_safe(info.baseline),
+                                incomplete.empty() ? "" : "; " + incomplete);
   for (const EntryResult& r : results) {
     out += fmt::format("  {:<13} {}", verdict_name(r.verdict), terminal_safe(r.entry.name));
     if (r.verdict == Verdict::Skipped) out += "  (" + terminal_safe(r.entry.skip_reason) + ")";
@@ -94,13 +100,16 @@ std::string junit_xml(const std::vector<EntryResult>& results, const RunInfo& in
     for (const std::string& note : r.notes) out += "\nnote: " + note;
     cases += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", xml_escape(out));
   }
+  const std::string incomplete = info.incomplete(results.size());
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       "<testsuites name=\"kiln gate\" tests=\"{0}\" failures=\"{1}\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
       "  <testsuite name=\"{4}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
-      "{5}  </testsuite>\n</testsuites>\n",
+      "{6}{5}  </testsuite>\n</testsuites>\n",
       results.size(), count_verdict(results, Verdict::Regression), count_verdict(results, Verdict::Skipped),
-      info.seconds, xml_escape(info.suite), cases);
+      info.seconds, xml_escape(info.suite), cases,
+      incomplete.empty() ? "" : fmt::format("    <properties><property name=\"kiln.gate.progress\" value=\"{}\"/>"
+                                            "</properties>\n", xml_escape(incomplete)));
 }
 
 std::string json_report(const std::vector<EntryResult>& results, const RunInfo& info) {
@@ -118,14 +127,17 @@ std::string json_report(const std::vector<EntryResult>& results, const RunInfo& 
             {"baseline", text(info.baseline)},
             {"seconds", info.seconds},
             {"regressions", count_verdict(results, Verdict::Regression)},
+            {"complete", info.incomplete(results.size()).empty()},
+            {"entries_total", std::max(info.entries_total, results.size())},
             {"entries", entries}};
   return j.dump(2) + "\n";
 }
 
 std::string markdown_table(const std::vector<EntryResult>& results, const RunInfo& info) {
   int regressed = count_verdict(results, Verdict::Regression);
-  std::string out = fmt::format("### kiln gate: {} ({})\n\n", regressed ? fmt::format("{} regression{}", regressed, regressed > 1 ? "s" : "") : "no regressions",
-                                info.backend);
+  const std::string incomplete = info.incomplete(results.size());
+  std::string out = fmt::format("### kiln gate: {} ({}{})\n\n", regressed ? fmt::format("{} regression{}", regressed, regressed > 1 ? "s" : "") : "no regressions",
+                                info.backend, incomplete.empty() ? "" : ", " + incomplete);
   out += "| entry | verdict | result | call ms | baseline ms | compile ms | peak bytes |\n|---|---|---|---:|---:|---:|---:|\n";
   for (const EntryResult& r : results) {
     auto ms = [](const std::vector<double>& xs) { return xs.empty() ? std::string("") : fmt::format("{:.3g}", median(xs)); };

@@ -1,5 +1,6 @@
 // What `kiln gate` writes: the summary it prints, JUnit XML (what GitHub Actions, GitLab and Jenkins show), a
-// JSON report with every figure, and a Markdown table fit for a pull-request comment.
+// JSON report with every figure, and a Markdown table fit for a pull-request comment. `kiln gate` writes them after
+// every entry with the entries so far, each marked incomplete until the last one.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@ struct RunInfo {
   std::string backend;
   std::string baseline;  // path, empty when none
   double seconds = 0;
+  size_t entries_total = 0;  // the suite's entries: more than the results while the run is still going
+  // "" when every entry has a result, else "incomplete: K of N entries" (the reports written during a run).
+  std::string incomplete(size_t results) const;
 };
 
 std::string summary_text(const std::vector<EntryResult>& results, const RunInfo& info);

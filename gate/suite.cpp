@@ -116,7 +116,7 @@ std::vector<Entry> discover(const fs::path& root) {
 
 }  // namespace
 
-Suite load_suite(const std::string& path) {
+Suite load_suite(const std::string& path, uint64_t default_seed) {
   fs::path p(path);
   KILN_CHECK(fs::exists(p), "{}: no such suite (expected a directory of .kir/.repro files or a .json manifest)",
              path);
@@ -126,6 +126,7 @@ Suite load_suite(const std::string& path) {
   if (fs::is_directory(p)) {
     s.root = p.string();
     s.entries = discover(p);
+    for (Entry& e : s.entries) e.seed = default_seed;
     if (fs::exists(p / kManifestName)) manifest = read_manifest(p / kManifestName), where = (p / kManifestName).string();
   } else {
     KILN_CHECK(p.extension() == ".json", "{}: a suite is a directory or a .json manifest", path);
@@ -147,6 +148,7 @@ Suite load_suite(const std::string& path) {
       fs::path file = fs::path(s.root) / item["path"].get<std::string>();
       KILN_CHECK(fs::is_regular_file(file), "{}: entry {} names no file", where, item["path"].get<std::string>());
       Entry fresh = make_entry(s.root, file, where);
+      fresh.seed = default_seed;
       KILN_CHECK(seen.insert(fresh.name).second, "{}: entry {} is listed twice", where, fresh.name);
       auto found = std::find_if(s.entries.begin(), s.entries.end(), [&](const Entry& e) { return e.name == fresh.name; });
       if (found == s.entries.end()) {

@@ -15,7 +15,7 @@ struct Entry {
   std::string name;                // the path relative to the suite root ("attention.kir"): the key everywhere
   std::string path;                // the file, as kiln opens it
   EntryKind kind = EntryKind::Graph;
-  // Graphs: inputs from .npy files in `inputs_dir`, else generated from `seed`.
+  // Graphs: inputs from .npy files in `inputs_dir`, else generated from `seed` (the manifest's, else --seed's).
   std::string inputs_dir;
   uint64_t seed = 0;
   std::optional<double> tolerance;  // comparator tolerance; unset: the run's --tol
@@ -29,8 +29,9 @@ struct Suite {
   std::vector<Entry> entries;
 };
 
-// Reads SUITE (a directory or a .json manifest). Bad input (missing path, malformed manifest, an entry that
-// names a missing file or one outside the suite) is a kiln::Error naming the file and what to change.
-Suite load_suite(const std::string& path);
+// Reads SUITE (a directory or a .json manifest); graph entries without a manifest "seed" get `default_seed`
+// (`kiln gate --seed`). Bad input (missing path, malformed manifest, an entry that names a missing file or one
+// outside the suite) is a kiln::Error naming the file and what to change.
+Suite load_suite(const std::string& path, uint64_t default_seed = 0);
 
 }  // namespace kiln::gate

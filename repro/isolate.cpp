@@ -215,7 +215,8 @@ void isolated_run_starts() {
 }
 
 std::vector<IsolatedResult> run_isolated_many(const std::vector<std::function<std::string()>>& bodies, int jobs,
-                                              double timeout_s, double setup_s) {
+                                              double timeout_s, double setup_s,
+                                              const std::function<void(size_t, const IsolatedResult&)>& on_result) {
   check_limits(timeout_s, setup_s);
   std::vector<IsolatedResult> results(bodies.size());
   std::vector<Child> running;
@@ -229,8 +230,10 @@ std::vector<IsolatedResult> run_isolated_many(const std::vector<std::function<st
     poll_children(running, timeout_s);
     for (size_t k = running.size(); k-- > 0;) {
       if (running[k].eof || running[k].hung) {
-        results[running[k].index] = finish(running[k], timeout_s, setup_s);
+        const size_t index = running[k].index;
+        results[index] = finish(running[k], timeout_s, setup_s);
         running.erase(running.begin() + long(k));
+        if (on_result) on_result(index, results[index]);
       }
     }
   }

@@ -37,8 +37,10 @@ void isolated_run_starts();
 // The child computes on one thread (OpenMP and OpenBLAS thread pools do not survive fork()).
 IsolatedResult run_isolated(const std::function<std::string()>& body, double timeout_s, double setup_s = 0);
 // The same for many bodies, at most `jobs` children at a time, each with its own time limit; results in order.
+// `on_result` (when set) is called with each body's index and result as it comes, in the order they finish.
 std::vector<IsolatedResult> run_isolated_many(const std::vector<std::function<std::string()>>& bodies, int jobs,
-                                              double timeout_s, double setup_s = 0);
+                                              double timeout_s, double setup_s = 0,
+                                              const std::function<void(size_t, const IsolatedResult&)>& on_result = nullptr);
 // run_isolated, with `beside` running in this process while the child runs (so the two overlap on a
 // machine with a second core); returns when both are done. The child's time limit counts from its start; one
 // still without a result when it passes (while `beside` runs) is killed once `beside` returns. An exception

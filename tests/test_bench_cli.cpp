@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "bench_util_test.h"
 
@@ -40,10 +41,10 @@ TEST_F(Bench, WritesGoogleBenchmarkJsonThatRoundTripsAsABaseline) {
   EXPECT_EQ(medians, 3);
 
   CliResult again = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm --baseline '" +
-                                 path("a.json") + "' --tolerance 1");
+                                 path("a.json") + "' --time-tolerance 1");
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_EQ(count(again.output, " new\n") + count(again.output, " missing\n"), 0) << again.output;  // every case matched
-  EXPECT_NE(again.output.find("0 cases slower than the baseline"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("0 compiled cases slower than the baseline"), std::string::npos) << again.output;
 }
 
 TEST_F(Bench, CorruptAndForeignBaselinesAreClearErrors) {
@@ -86,6 +87,94 @@ TEST_F(Bench, TheReportMarksOnlyTheRunThatGotSlower) {
   EXPECT_EQ(count(html, "<circle class=\"run\""), 2) << html;
   EXPECT_NE(html.find("cccc 2026-11-24: median 2.07 ms (regression)"), std::string::npos) << html;
   EXPECT_NE(html.find("1 regressions</h1>"), std::string::npos) << html;
+}
+
+// A graph whose compiled kernel crashes is reported (its kind, not timed) and the other graphs are timed; the JSON
+// holds both, the crash as Google Benchmark's error entry; progress lines name each case as it is timed.
+TEST_F(Bench, ACrashingGraphIsReportedAndTheOthersAreTimed) {
+  write_file(dir_ / "r.kir", "graph r(%x: f32[64]) {\n  %y = relu(%x) : f32[64]\n  return %y\n}\n");
+  CliResult r = bench_cli("bench '" + path("r.kir") + "' '" + path("chain.kir") + "' --repetitions 2 --caches warm "
+                          "--json '" + path("a.json") + "'", "KILN_INJECT=relu:crash");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("r: crash on inductor, not timed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kiln bench: [3/6] r: crash on inductor"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kiln bench: [4/6] chain/compiled/warm: median"), std::string::npos) << r.output;
+  json j = json::parse(read_text(path("a.json")));
+  int errors = 0, chain = 0;
+  for (const json& b : j["benchmarks"]) {
+    errors += b.value("error_occurred", false) && b["name"] == "r/compiled";
+    chain += b["name"].get<std::string>().rfind("chain/", 0) == 0 && b["run_type"] == "iteration";
+  }
+  EXPECT_EQ(errors, 1) << j.dump(2);
+  EXPECT_EQ(chain, 3 * 2) << j.dump(2);
+  // Against that file as a baseline, the crash is read back (not a case), and -q silences the progress lines.
+  CliResult again = bench_cli("bench '" + path("chain.kir") + "' --repetitions 2 --caches warm -q --time-tolerance 50 "
+                              "--baseline '" + path("a.json") + "'");
+  EXPECT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_EQ(again.output.find("kiln bench: ["), std::string::npos) << again.output;
+}
+
+// The reference cases (eager, copy) are shown against the baseline, not judged: a baseline whose eager and copy
+// samples are 100x faster than now, and whose compiled samples are far slower, exits 0 (6 samples a case, so the
+// rank test's p can fall below 0.05).
+TEST_F(Bench, OnlyCompiledCasesAreJudgedAgainstTheBaseline) {
+  ASSERT_EQ(bench_cli("bench '" + path("chain.kir") + "' --repetitions 6 --caches warm -q --json '" + path("a.json") +
+                      "'").exit_code, 0);
+  json j = json::parse(read_text(path("a.json")));
+  for (json& b : j["benchmarks"]) {
+    const std::string name = b["name"];
+    if (name.find("/compiled/") != std::string::npos) {
+      b["real_time"] = 1e6, b["cpu_time"] = 1e6;  // far slower then: now is faster, never a regression
+    } else {
+      b["real_time"] = b["real_time"].get<double>() / 100, b["cpu_time"] = b["cpu_time"].get<double>() / 100;
+    }
+  }
+  write_file(dir_ / "b.json", j.dump());
+  CliResult r = bench_cli("bench '" + path("chain.kir") + "' --repetitions 6 --caches warm -q --baseline '" +
+                          path("b.json") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("SLOWER (reference, not judged)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("0 compiled cases slower"), std::string::npos) << r.output;
+  // The report counts compiled regressions only; the reference's slower run is grey.
+  write_file(dir_ / "h.jsonl", j.dump() + "\n" + json::parse(read_text(path("a.json"))).dump() + "\n");
+  ASSERT_EQ(bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("r.html") + "'").exit_code, 0);
+  const std::string html = read_text(path("r.html"));
+  EXPECT_NE(html.find(" 0 regressions</h1>"), std::string::npos) << html;
+  EXPECT_EQ(count(html, "<circle class=\"reference-slower\""), 2) << html;  // eager and copy, warm
+}
+
+// The report's labels are whole: the y label fits in the margin left of the axis (at a generous 0.62 em a
+// character), and runs of one commit get distinct x labels.
+TEST_F(Bench, TheReportsAxisLabelsAreWholeAndDistinct) {
+  write_file(dir_ / "h.jsonl", history_line("aaaa", 0.00425) + history_line("aaaa", 0.00426) + history_line("bbbb", 0.00425));
+  ASSERT_EQ(bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("r.html") + "'").exit_code, 0);
+  const std::string html = read_text(path("r.html"));
+  std::regex ylabel(R"re(<text class="ylabel" x="([0-9.]+)" y="[0-9.]+" font-size="([0-9.]+)" text-anchor="end">([^<]*)</text>)re");
+  int ylabels = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), ylabel); it != std::sregex_iterator(); ++it, ++ylabels)
+    EXPECT_GE(std::stod((*it)[1]) - 0.62 * std::stod((*it)[2]) * double((*it)[3].length()), 0) << (*it)[0];
+  EXPECT_EQ(ylabels, 2);
+  EXPECT_NE(html.find(">0.00501 ms</text>"), std::string::npos) << html;
+  std::regex xlabel(R"re(<text class="xlabel"[^>]*>([^<]*)</text>)re");
+  std::set<std::string> labels;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), xlabel); it != std::sregex_iterator(); ++it)
+    labels.insert((*it)[1]);
+  EXPECT_EQ(labels, (std::set<std::string>{"aaaa #1", "aaaa #2", "bbbb"}));
+}
+
+// --inputs DIR: the graph is timed on those inputs (as `kiln run --inputs` reads them); it holds one graph's
+// inputs, so naming two graphs is bad input.
+TEST_F(Bench, InputsDirIsOneGraphsInputs) {
+  ASSERT_EQ(kiln_cli("run '" + path("chain.kir") + "' --backend eager --seed 5 --dump '" + path("in") + "'").exit_code, 0);
+  CliResult r = bench_cli("bench '" + path("chain.kir") + "' --repetitions 2 --caches warm -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("chain/compiled/warm"), std::string::npos) << r.output;
+  write_file(dir_ / "in" / "x.npy", "not npy");
+  CliResult bad = bench_cli("bench '" + path("chain.kir") + "' -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;  // the inputs are read, not generated
+  CliResult two = bench_cli("bench '" + path("chain.kir") + "' '" + path("chain.kir") + "' -q --inputs '" + path("in") + "'");
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("one graph's inputs"), std::string::npos) << two.output;
 }
 
 std::string find_chromium() {

@@ -208,7 +208,7 @@ TEST_F(Cli, RunSummarisesOutputsFromASeed) {
   std::string g = file("g.kir", kMlp);
   CliResult r = kiln_cli("run " + g + " --seed 3");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("(3 inputs from seed 3, backend eager)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(3 inputs from seed 3, backend inductor)"), std::string::npos) << r.output;  // the default
   EXPECT_NE(r.output.find("output 0 %y: f32[2, 4]  min "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("output 1 %s: f32[]  min "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("nan 0  inf 0  values ["), std::string::npos) << r.output;
@@ -277,7 +277,7 @@ TEST_F(Cli, RunReportsKernelErrorsWithTheNode) {
 }
 
 TEST_F(Cli, LogChannelsGoToStderr) {
-  CliResult r = kiln_cli("run " + file("g.kir", kMlp), "KILN_LOGS=interpreter");
+  CliResult r = kiln_cli("run " + file("g.kir", kMlp) + " --backend eager", "KILN_LOGS=interpreter");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[kiln:interpreter] %y = relu (line 3:3) -> f32[2, 4]"), std::string::npos) << r.output;
 }

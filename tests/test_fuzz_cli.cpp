@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <regex>
+#include <set>
 
 #include "cli_run.h"
 #include "graph/text.h"
@@ -63,6 +64,47 @@ INSTANTIATE_TEST_SUITE_P(Kinds, FuzzFindsInjectedBugs,
                                            InjectCase{"exp:accuracy", "exp", "accuracy"},
                                            InjectCase{"var:decomposition", "var", "accuracy"}),
                          [](const auto& info) { return info.param.op + "_" + info.param.kind; });
+
+// One bug, one finding: KILN_INJECT=mul:crash crashes every op that decomposes into mul (mse_loss, lerp, addcmul),
+// each minimizing to another graph, and all bisect to one root cause (the lowering of mul in the inductor); with
+// a second bug injected (exp:accuracy) there are two buckets, one each. Each bucket keeps one repro and lists its
+// other graphs.
+TEST_F(FuzzCli, FindingsAreBucketedByRootCauseOneBucketPerBug) {
+  const std::string args = "fuzz -q --seed 1 --runs 24 --max-nodes 2 --timeout 5 --ops mse_loss,lerp,addcmul,exp,neg -o ";
+  CliResult one = kiln_cli(args + path("one"), "KILN_INJECT=mul:crash");
+  ASSERT_EQ(one.exit_code, 1) << one.output;
+  nlohmann::json s = summary(one.output);
+  ASSERT_EQ(s["findings"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["distinct_bugs"], 1);
+  const nlohmann::json& f = s["findings"][0];
+  EXPECT_EQ(f["bucket"], "crash|inductor|inductor:lowering|mul") << f.dump(2);
+  EXPECT_EQ(f["root_cause"]["op"], "mul");
+  EXPECT_GE(f["other_graphs"].size(), 1u) << f.dump(2);  // the same bug, shown by another op's graph
+  std::set<std::string> signatures{f["signature"].get<std::string>()};
+  for (const nlohmann::json& o : f["other_graphs"]) signatures.insert(o["signature"].get<std::string>());
+  EXPECT_EQ(signatures.size(), f["other_graphs"].size() + 1) << f.dump(2);
+  EXPECT_NE(one.output.find("1 distinct bug in "), std::string::npos) << one.output;
+  EXPECT_NE(one.output.find("root cause: inductor:lowering of mul (stage inductor)"), std::string::npos) << one.output;
+  int repros = 0;
+  for (const auto& e : std::filesystem::directory_iterator(path("one"))) repros += e.path().extension() == ".repro";
+  EXPECT_EQ(repros, 1);  // one repro per bug
+  EXPECT_EQ(kiln_cli("repro run " + f["repro"].get<std::string>()).exit_code, 1);
+
+  CliResult two = kiln_cli(args + path("two"), "KILN_INJECT=mul:crash,exp:accuracy");
+  ASSERT_EQ(two.exit_code, 1) << two.output;
+  nlohmann::json t = summary(two.output);
+  std::set<std::string> buckets;
+  for (const nlohmann::json& b : t["findings"]) buckets.insert(b["bucket"].get<std::string>());
+  EXPECT_EQ(buckets, (std::set<std::string>{"crash|inductor|inductor:lowering|mul",
+                                            "accuracy|inductor|inductor:lowering|exp"})) << t.dump(2);
+  EXPECT_EQ(t["distinct_bugs"], 2);
+  // Without -q, a progress line per minified finding as it is bucketed.
+  CliResult loud = kiln_cli("fuzz --seed 1 --runs 24 --max-nodes 2 --timeout 5 --ops mse_loss,lerp,addcmul,neg -o " +
+                            path("loud"), "KILN_INJECT=mul:crash");
+  EXPECT_NE(loud.output.find(", root cause inductor:lowering of mul (stage inductor): a new bug"), std::string::npos)
+      << loud.output;
+  EXPECT_NE(loud.output.find(": the same bug as finding crash:"), std::string::npos) << loud.output;
+}
 
 // A hang (the inject_test backend: the interpreter with KILN_INJECT faults; the inductor takes no hang kind) is a
 // finding too: the batch that hangs is rechecked graph by graph, and the hang is minimized to the relu.

@@ -266,6 +266,35 @@ TEST_F(Gate, EveryBaselineFieldIsValidatedWithTheFileEntryAndField) {
                                    {"run_ms", json::array()}, {"seconds", 0.2}}}};
   write_file(baseline, b.dump());
   EXPECT_NO_THROW(gate::load_baseline(baseline));
+
+// A CI job killed at its timeout keeps what the run did: a progress line per entry as it finishes (stderr), and the
+// JSON, JUnit and Markdown reports rewritten after every entry, marked incomplete. Here the second entry hangs (the
+// inject_test backend's relu) under a 60 s limit and the run is killed after 15 s.
+TEST_F(Gate, ProgressLinesAndReportsStayWhenTheRunIsKilled) {
+  fs::create_directories(dir_ / "slow");
+  write_file(dir_ / "slow" / "a.kir", "graph a(%x: f32[4]) {\n  %y = neg(%x) : f32[4]\n  return %y\n}\n");
+  write_file(dir_ / "slow" / "b.kir", "graph b(%x: f32[4]) {\n  %y = relu(%x) : f32[4]\n  return %y\n}\n");
+  CliResult r = shell("timeout -s KILL 15 '" KILN_CLI "' gate '" + path("slow") + "' --backend inject_test --repetitions 2 "
+                      "--timeout 60 --json '" + path("r.json") + "' --junit '" + path("j.xml") + "' --markdown '" +
+                      path("m.md") + "'", "KILN_INJECT=relu:hang");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kiln gate: [1/2] a.kir: PASS"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[2/2]"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(path("r.json"))) << r.output;
+  json report = json::parse(read_text(path("r.json")));
+  EXPECT_EQ(report["complete"], false);
+  EXPECT_EQ(report["entries_total"], 2);
+  ASSERT_EQ(report["entries"].size(), 1u) << report.dump(2);
+  EXPECT_EQ(report["entries"][0]["name"], "a.kir");
+  EXPECT_NE(read_text(path("j.xml")).find("name=\"a.kir\""), std::string::npos);
+  EXPECT_NE(read_text(path("m.md")).find("incomplete: 1 of 2 entries"), std::string::npos) << read_text(path("m.md"));
+
+  fs::remove(dir_ / "slow" / "b.kir");
+  CliResult quiet = kiln_cli("gate '" + path("slow") + "' --backend inject_test --repetitions 2 -q --json '" +
+                             path("r.json") + "'");
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_EQ(quiet.output.find("kiln gate: ["), std::string::npos) << quiet.output;
+  EXPECT_EQ(json::parse(read_text(path("r.json")))["complete"], true);
 }
 
 TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries) {
@@ -281,6 +310,19 @@ TEST_F(Gate, AManifestSetsSeedsAndSkipsEntriesAndAListedSuiteRunsOnlyItsEntries)
   EXPECT_EQ(listed.exit_code, 0) << listed.output;
   EXPECT_NE(listed.output.find("PASS          suite/tanh.kir"), std::string::npos) << listed.output;
   EXPECT_EQ(listed.output.find("relu.kir"), std::string::npos) << listed.output;
+}
+
+// --seed is the seed of every graph entry the manifest gives none (as KILN_SEED is); the reproduce command names it.
+TEST_F(Gate, SeedSetsTheInputsOfEntriesWithoutOne) {
+  write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "tanh.kir", "seed": 7}]})");
+  CliResult r = gate("--seed 11", "KILN_INJECT=relu:accuracy");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("relu.kir --backend inductor --seed 11 --check"), std::string::npos) << r.output;
+  CliResult env = gate("", "KILN_SEED=12 KILN_INJECT=relu:accuracy");
+  EXPECT_NE(env.output.find("relu.kir --backend inductor --seed 12 --check"), std::string::npos) << env.output;
+  write_file(dir_ / "suite" / "gate.json", R"({"entries": [{"path": "relu.kir", "seed": 7}]})");
+  CliResult manifest = gate("--seed 11", "KILN_INJECT=relu:accuracy");
+  EXPECT_NE(manifest.output.find("relu.kir --backend inductor --seed 7 --check"), std::string::npos) << manifest.output;
 }
 
 TEST_F(Gate, ParallelEntriesGiveTheSameVerdicts) {

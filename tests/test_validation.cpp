@@ -280,8 +280,8 @@ TEST(FlagValidation, ZeroTimeoutsAndJobsAreRejectedReadably) {
   EXPECT_FALSE(fs::exists(dir.path() / "g.min.repro"));
   CliResult j = kiln_cli("minify " + g + " --backend eager -j 0");
   EXPECT_EQ(j.exit_code, 2);
-  EXPECT_NE(j.output.find("kiln: error: --jobs: 0 is below the minimum 1; expected the number of candidates run in "
-                          "parallel, an integer from 1 to 256"), std::string::npos) << j.output;
+  EXPECT_NE(j.output.find("kiln: error: --jobs: 0 is below the minimum 1; expected the number of child processes, an "
+                          "integer from 1 to 256"), std::string::npos) << j.output;
   CliResult t = kiln_cli("repro run " + g + " --timeout 0");
   EXPECT_NE(t.output.find("kiln: error: --timeout: 0 is too small; expected seconds, a number > 0"), std::string::npos)
       << t.output;

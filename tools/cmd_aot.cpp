@@ -9,6 +9,7 @@
 #include "api/backends.h"
 #include "core/files.h"
 #include "graph/text.h"
+#include "tools/cli_checks.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,8 +53,8 @@ void add_aot_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   auto* cmd = app.add_subcommand("aot", "AOT autograd on a .kir graph: the joint graph (inputs marked `grad` get "
                                         "gradients), the forward and the backward graph");
   cmd->add_option("graph", args.file, "the .kir file")->required();
-  cmd->add_option("-o,--out", args.out_dir, "write joint.kir, forward.kir and backward.kir into this directory "
-                                            "(default: print them)");
+  add_output_option(*cmd, args.out_dir, "write joint.kir, forward.kir and backward.kir into this directory "
+                                       "(default: print them)", /*old_out_alias=*/true);
   cmd->add_option("--partition", args.partition, "the partitioner: default (save what the backward reads) or min-cut")
       ->check(CLI::IsMember({"default", "min-cut"}));
   runners["aot"] = [] { return run_aot(args); };

@@ -1,6 +1,8 @@
-// `kiln bench G... [--backend B] [--repetitions N] [--caches cold|warm|both] [--json OUT] [--baseline FILE]
-// [--tolerance F] [--metric real|cpu] [--history FILE]` and `kiln bench report HISTORY -o OUT.html`. Exit status: 0, or 1 when a
-// case is slower than the baseline beyond noise (gate/bench.h), 2 for bad input.
+// `kiln bench G... [--backend B] [--repetitions N] [--inputs DIR | --seed N] [--caches cold|warm|both]
+// [--json OUT] [--baseline FILE] [--time-tolerance F] [--metric real|cpu] [--history FILE] [--timeout S] [-q]` and
+// `kiln bench report HISTORY -o OUT.html`. Progress lines on stderr (one per graph checked and case timed); --json
+// rewritten after every graph. Exit status: 0, or 1 when a graph failed or a compiled case is slower than the
+// baseline beyond noise (gate/bench.h), 2 for bad input.
 #include "tools/cmd_bench.h"
 
 #include <fmt/format.h>
@@ -9,6 +11,8 @@
 
 #include "core/error.h"
 #include "core/escape.h"
+#include "core/seed.h"
+#include "core/options.h"
 #include "gate/bench.h"
 #include "tools/cli_checks.h"
 #include "core/files.h"
@@ -21,7 +25,9 @@ struct BenchArgs {
   std::vector<std::string> graphs;
   gate::BenchConfig config;
   std::string caches = "both";
-  std::string json, baseline, history;
+  std::string json, baseline, history, inputs_dir;
+  std::optional<uint64_t> seed;
+  bool quiet = false;
   double tolerance = 0.1, alpha = 0.05;
   std::string metric = "real";
   std::string report_history, report_out;
@@ -51,17 +57,27 @@ void print_run(const gate::BenchRun& run) {
 int run_bench(BenchArgs& a) {
   a.config.cold = a.caches != "warm";
   a.config.warm = a.caches != "cold";
+  a.config.seed = a.seed.value_or(opt_seed());
+  a.config.inputs_dir = a.inputs_dir;
+  if (!a.quiet) a.config.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", terminal_safe(line)); };
   std::optional<gate::BenchRun> baseline;
   if (!a.baseline.empty()) baseline = gate::load_bench_json(a.baseline);  // bad input before the long part
   if (!a.history.empty() && std::filesystem::exists(a.history)) gate::load_history(a.history);
-  gate::BenchRun run = gate::run_benchmarks(a.graphs, a.config);
+  if (!a.json.empty()) check_output_path(a.json);
+  // The JSON so far after every graph: a run killed at its CI timeout keeps what it measured.
+  auto write_json = [&a](const gate::BenchRun& run) {
+    if (!a.json.empty()) write_file_atomic(a.json, gate::google_benchmark_json(run).dump(2) + "\n");
+  };
+  gate::BenchRun run = gate::run_benchmarks(a.graphs, a.config, write_json);
   print_run(run);
-  if (!a.json.empty()) write_file_atomic(a.json, gate::google_benchmark_json(run).dump(2) + "\n");
+  write_json(run);
+  for (const gate::BenchFailure& f : run.failures)
+    fmt::print("{}: {} on {}, not timed: {}\n", f.graph, f.kind, run.backend, terminal_safe(f.message));
   if (!a.history.empty()) {
     gate::append_history(a.history, run);
     fmt::print("appended to {}\n", terminal_safe(a.history));
   }
-  if (!baseline) return 0;
+  if (!baseline) return run.failures.empty() ? 0 : 1;
   std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha, a.metric == "cpu");
   fmt::print("\ncompared with {} by {} time (slower = median more than {:.0f}% above with p < {}):\n",
              terminal_safe(a.baseline),
@@ -69,13 +85,15 @@ int run_bench(BenchArgs& a) {
   fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", "case", "baseline ms", "now ms", "change", "p", "verdict");
   int slower = 0;
   for (const gate::CaseComparison& c : cmp) {
-    slower += c.verdict == "SLOWER";
+    slower += c.regression();
     std::string change = std::isnan(c.before_ms) || std::isnan(c.now_ms) ? "-" : fmt::format("{:+.1f}%", 100 * (c.now_ms / c.before_ms - 1));
     fmt::print("{:<40} {:>11} {:>11} {:>8} {:>8}  {}\n", terminal_safe(c.name), ms(c.before_ms), ms(c.now_ms), change,
-               c.verdict == "new" || c.verdict == "missing" ? "-" : fmt::format("{:.3g}", c.test.p_value), c.verdict);
+               std::isnan(c.before_ms) || std::isnan(c.now_ms) ? "-" : fmt::format("{:.3g}", c.test.p_value),
+               c.gated || c.verdict == "same" || c.verdict == "new" ? c.verdict : c.verdict + " (reference, not judged)");
   }
-  fmt::print("{} cases slower than the baseline\n", slower);
-  return slower ? 1 : 0;
+  fmt::print("{} compiled cases slower than the baseline or failed (eager and copy are references, not judged)\n",
+             slower);
+  return slower || !run.failures.empty() ? 1 : 0;
 }
 
 int run_report(const BenchArgs& a) {
@@ -94,25 +112,29 @@ void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                                             "compare with a baseline by a rank test (docs/bench.md)");
   bench->require_subcommand(0, 1);
   bench->add_option("graphs", args.graphs, "the .kir graphs to time");
-  bench->add_option("--backend", args.config.backend, "the compiled backend (default inductor)");
+  add_backend_option(*bench, args.config.backend);
   bench->add_option("--repetitions", args.config.repetitions, "samples per case (default 10)")
       ->check(integer_in<int>(2, 10000, "samples per case"));
-  bench->add_option("--seed", args.config.seed, "inputs generated from this seed (default 0)")->check(seed_check());
+  add_inputs_option(*bench, args.inputs_dir, add_seed_option(*bench, args.seed));
+  add_timeout_option(*bench, args.config.timeout_s);
+  add_quiet_option(*bench, args.quiet);
   bench->add_option("--caches", args.caches, "cold (every byte flushed before each call), warm, or both (default)")
       ->check(CLI::IsMember({"cold", "warm", "both"}));
   bench->add_option("--json", args.json, "write the results as Google Benchmark JSON here");
   bench->add_option("--baseline", args.baseline, "compare with this earlier --json output; exit 1 when a case is "
                                                   "slower beyond noise");
-  bench->add_option("--tolerance", args.tolerance, "a median slower by more than this (default 0.1 = 10%) with "
-                                                    "p < 0.05 is a regression")
-      ->check(number_in(0, 100, false, "a relative slowdown"));
+  add_time_tolerance_option(*bench, args.tolerance, "a compiled case's median slower by more than this (default 0.1 "
+                                                   "= 10%) with p < 0.05 is a regression", /*old_tolerance_alias=*/true);
   bench->add_option("--metric", args.metric, "compare wall-clock (real, default) or process CPU time (cpu: far "
                                               "less moved by other load; use with one thread)")
       ->check(CLI::IsMember({"real", "cpu"}));
   bench->add_option("--history", args.history, "append this run (commit, machine, samples) to a JSON-lines file");
   auto* report = bench->add_subcommand("report", "draw a --history file as one self-contained HTML page");
+  // The report's red marks use the same rule as --baseline.
+  add_time_tolerance_option(*report, args.tolerance, "a compiled case's median slower than the run before by more "
+                                                    "than this (default 0.1 = 10%) with p < 0.05 is marked");
   report->add_option("history", args.report_history, "the history file")->required();
-  report->add_option("-o,--output", args.report_out, "the HTML file to write")->required();
+  add_output_option(*report, args.report_out, "the HTML file to write")->required();
   runners["bench"] = [report] {
     if (report->parsed()) return run_report(args);
     KILN_CHECK(!args.graphs.empty(), "kiln bench: name at least one .kir graph (or `kiln bench report HISTORY -o "

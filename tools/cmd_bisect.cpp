@@ -22,7 +22,8 @@ namespace kiln::cli {
 namespace {
 
 struct BisectArgs {
-  std::string file, command, inputs_dir, backend, output;
+  std::string file, command, inputs_dir, output;
+  std::optional<std::string> backend;
   std::optional<uint64_t> seed;
   bool accuracy = false, error = false, quiet = false;
   std::optional<double> tol;  // default 1e-4, or a repro file's
@@ -31,9 +32,9 @@ struct BisectArgs {
 
 bisect::BisectOptions options_of(const BisectArgs& a) {
   bisect::BisectOptions o;
-  o.backend = a.backend;
+  o.backend = a.backend.value_or("");
   o.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
-  o.tolerance = a.tol.value_or(1e-4);
+  o.tolerance = a.tol.value_or(kDefaultTol);
   o.timeout_s = a.timeout_s;
   o.progress = !a.quiet;
   return o;
@@ -55,11 +56,11 @@ int run_bisect(const BisectArgs& a) {
     // A repro file (what `kiln minify` and `kiln doctor` write) brings its graph, inputs, configuration, backend
     // and tolerance; a graph with inputs marked `grad` is judged on its gradients either way.
     GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
-    if (o.backend.empty()) o.backend = src.backend_or("inductor");
-    o.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
+    if (o.backend.empty()) o.backend = src.backend_or(kDefaultBackend);
+    o.tolerance = a.tol.value_or(src.tolerance_or(kDefaultTol));
     manual_seed(src.seed);  // random ops draw the same in every child
-    fmt::print(stderr, "kiln bisect: {} ({} op nodes, {}) up to backend {}\n", terminal_safe(a.file), src.graph.num_op_nodes(),
-               src.input_desc, o.backend);
+    fmt::print(stderr, "kiln bisect: {} ({} op nodes, {}) up to backend {}\n", terminal_safe(a.file),
+               src.graph.num_op_nodes(), terminal_safe(src.input_desc), terminal_safe(o.backend));
     r = bisect::bisect_graph(src.graph, src.inputs, o, src.run_line());
   }
   fmt::print("{}", r.text());
@@ -76,20 +77,17 @@ void add_bisect_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   b->add_option("file", a.file, "the failing graph (.kir) or a repro file (its graph, inputs, configuration, "
                                  "backend and tolerance)");
   b->add_option("--cmd", a.command, "bisect a shell command instead (exit 0 good, non-zero bad); kiln sets "
-                                    "KILN_BISECT_* (and KILN_BACKEND with --backend) in its environment");
-  b->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor; with --cmd: none, "
-                                        "the command runs as it is)");
+                                    "KILN_BISECT_* in its environment, and KILN_BACKEND only with --backend (the "
+                                    "ladder then goes up to it; without it the command runs as it is)");
+  add_backend_option(*b, a.backend);
   auto* acc = b->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
   auto* err = b->add_flag("--error", a.error, "only errors, crashes and hangs count");
   acc->excludes(err);
-  auto* in = b->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = b->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
-  in->excludes(seed);
-  b->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4, or a repro file's)")->check(number_in(0, 1e6, false, "a tolerance"));
-  b->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
-                                          "(default 60)")->check(timeout_check());
-  b->add_option("-o,--output", a.output, "also write the result as JSON to this file");
-  b->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+  add_inputs_option(*b, a.inputs_dir, add_seed_option(*b, a.seed));
+  add_tol_option(*b, a.tol);
+  add_timeout_option(*b, a.timeout_s);
+  add_output_option(*b, a.output, "also write the result as JSON to this file");
+  add_quiet_option(*b, a.quiet);
   runners["bisect"] = [] { return run_bisect(a); };
 }
 

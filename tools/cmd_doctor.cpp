@@ -20,7 +20,8 @@ namespace kiln::cli {
 namespace {
 
 struct DoctorArgs {
-  std::string file, inputs_dir, backend, output;  // backend "": inductor, or a repro file's
+  std::string file, inputs_dir, output;
+  std::optional<std::string> backend;  // unset: a repro file's, else inductor
   std::optional<uint64_t> seed;
   bool accuracy = false, error = false, quiet = false;
   std::optional<double> tol;  // default 1e-4, or a repro file's
@@ -33,9 +34,9 @@ int run_doctor_command(const DoctorArgs& a) {
   const graph::Graph& g = src.graph;
   manual_seed(src.seed);
   bisect::DoctorOptions o;
-  o.bisect.backend = a.backend.empty() ? src.backend_or("inductor") : a.backend;
+  o.bisect.backend = a.backend ? *a.backend : src.backend_or(kDefaultBackend);
   o.bisect.want = a.accuracy ? bisect::Want::Accuracy : a.error ? bisect::Want::Error : bisect::Want::Any;
-  o.bisect.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
+  o.bisect.tolerance = a.tol.value_or(src.tolerance_or(kDefaultTol));
   o.bisect.timeout_s = a.timeout_s;
   o.bisect.progress = !a.quiet;
   o.output_dir = a.output;
@@ -60,20 +61,16 @@ void add_doctor_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
                                          "minify the failure, bisect the minified repro, write one report");
   d->add_option("file", a.file, "the graph (.kir) or a repro file (its graph, inputs, configuration, backend and "
                                  "tolerance)")->required();
-  d->add_option("-o,--output", a.output, "the directory the report, the repro and the minified graph go to")->required();
-  d->add_option("--backend", a.backend, "the backend at the top of the ladder (default inductor, or a repro file's)");
+  add_output_option(*d, a.output, "the directory the report, the repro and the minified graph go to")->required();
+  add_backend_option(*d, a.backend);
   auto* acc = d->add_flag("--accuracy", a.accuracy, "only accuracy failures count");
   auto* err = d->add_flag("--error", a.error, "only errors, crashes and hangs count");
   acc->excludes(err);
-  auto* in = d->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = d->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
-  in->excludes(seed);
-  d->add_option("--tol", a.tol, "the comparator's tolerance (default 1e-4, or a repro file's)")->check(number_in(0, 1e6, false, "a tolerance"));
-  d->add_option("--timeout", a.timeout_s, "seconds a child run may take (after compiling) before it counts as a hang "
-                                          "(default 60)")->check(timeout_check());
-  d->add_option("-j,--jobs", a.jobs, "the minifier's candidates run in parallel (default 1)")
-      ->check(integer_in(1, 256, "the number of candidates run in parallel"));
-  d->add_flag("-q,--quiet", a.quiet, "no progress lines on stderr");
+  add_inputs_option(*d, a.inputs_dir, add_seed_option(*d, a.seed));
+  add_tol_option(*d, a.tol);
+  add_timeout_option(*d, a.timeout_s);
+  add_jobs_option(*d, a.jobs);
+  add_quiet_option(*d, a.quiet);
   runners["doctor"] = [] { return run_doctor_command(a); };
 }
 

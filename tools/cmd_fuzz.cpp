@@ -1,5 +1,5 @@
 // `kiln fuzz [--backend B] [--time S | --runs N] [--seed N] [--index I] [-j N] [--max-nodes N] [--ops LIST]
-// [--out DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [-q]`: property-based graph
+// [-o DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [-q]`: property-based graph
 // fuzzing (fuzz/fuzzer.h, docs/fuzz.md). Exit 0 without findings, 1 with any, 2 for bad options.
 #include "tools/cmd_fuzz.h"
 
@@ -11,7 +11,9 @@
 #include <cstdio>
 
 #include "core/escape.h"
+#include "core/seed.h"
 #include "core/files.h"
+#include "core/options.h"
 #include "fuzz/fuzzer.h"
 #include "graph/text.h"
 #include "repro/command.h"
@@ -25,13 +27,13 @@ struct FuzzArgs {
   std::optional<std::string> ops;  // --ops as given: an empty list is an error, not "every op"
   std::optional<uint64_t> runs, index;
   std::optional<double> time_s;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;  // graph i of seed s is always the same graph and inputs
   int jobs = 1, max_nodes = 10;
-  double timeout_s = 10, tol = 1e-4;
+  double timeout_s = kDefaultTimeout, tol = kDefaultTol;
   bool allow_nan = false, no_metamorphic = false, print = false, quiet = false;
 };
 
-// --out must be a directory kiln can create or write into, checked before the run starts.
+// -o/--output must be a directory kiln can create or write into, checked before the run starts.
 void check_out_dir(const std::string& dir) {
   if (dir.empty()) return;
   create_output_directory(dir);
@@ -48,7 +50,7 @@ int run_fuzz_command(const FuzzArgs& a) {
   o.check.jobs = a.jobs;
   o.check.timeout_s = a.timeout_s;
   o.check.tolerance = a.tol;
-  o.seed = a.seed;
+  o.seed = a.seed.value_or(opt_seed());
   o.metamorphic = !a.no_metamorphic;
   o.out_dir = a.out;
   if (a.index) {
@@ -70,14 +72,28 @@ int run_fuzz_command(const FuzzArgs& a) {
       last = std::chrono::steady_clock::now();
       fmt::print(stderr, "{}\n", line);
     };
+  if (!a.quiet)
+    o.progress = [tty](const std::string& line) {  // on a terminal, over the status line
+      fmt::print(stderr, "{}{}{}\n", tty ? "\r" : "", terminal_safe(line), tty ? "\x1b[K" : "");
+    };
   fuzz::FuzzSummary s = fuzz::run_fuzz(o);
   if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
   fmt::print("{}\n", s.coverage_table());
-  for (const fuzz::FindingRecord& f : s.findings)
+  uint64_t hits = 0;
+  for (const fuzz::FindingRecord& f : s.findings) {
+    hits += f.hits;
     fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}{}\n", f.signature, f.hits, f.variant, f.seed,
                f.index, f.repro.empty() ? "" : ": " + terminal_safe(f.repro),
-               f.minimized ? "" : " (not minimized: " + f.note + ")",
+               f.minimized ? "" : " (not minimized: " + terminal_safe(f.note) + ")",
                f.repro.empty() ? "" : "; check it with: " + reproduce_command(RunLine{.file = f.repro, .repro_run = true}));
+    if (!f.cause.outcome.empty()) fmt::print("  root cause: {}\n", terminal_safe(f.cause.str()));
+    std::vector<std::string> others;
+    for (const fuzz::FindingRecord::Other& o : f.others)
+      others.push_back(fmt::format("{} (index {}, variant {})", o.signature, o.index, o.variant));
+    if (!others.empty()) fmt::print("  the same bug in: {}\n", fmt::join(others, ", "));
+  }
+  fmt::print("{} distinct bug{} in {} failing graph{}\n", s.findings.size(), s.findings.size() == 1 ? "" : "s", hits,
+             hits == 1 ? "" : "s");
   for (const auto& [pattern, gap] : s.infer_gaps)
     fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
                gap.first_index, gap.example);
@@ -93,8 +109,8 @@ void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   fuzz::register_test_backends();
   static FuzzArgs a;
   auto* f = app.add_subcommand("fuzz", "generate random valid graphs and check a backend against the fp64 "
-                                       "interpreter and itself; minify and deduplicate what fails");
-  f->add_option("--backend", a.backend, "the backend to check (default inductor)");
+                                       "interpreter and itself; minify what fails and bucket it by root cause (one repro per bug)");
+  add_backend_option(*f, a.backend);
   auto* time = f->add_option("--time", a.time_s, "seconds to fuzz (default 60 unless --runs is given)")
                    ->check(cli::timeout_check());
   auto* runs = f->add_option("--runs", a.runs, "graphs to check")
@@ -102,23 +118,19 @@ void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   auto* index = f->add_option("--index", a.index, "check only graph I of the seed (reproduce a finding)")
                     ->check(cli::integer_in<uint64_t>(0, UINT64_MAX, "a graph index"));
   index->excludes(runs)->excludes(time);
-  f->add_option("--seed", a.seed, "the run's seed: graph i of seed s is always the same (default 0)")
-      ->check(cli::seed_check());
-  f->add_option("-j,--jobs", a.jobs, "children checking graphs at once (default 1)")
-      ->check(cli::integer_in(1, 256, "the number of children"));
+  add_seed_option(*f, a.seed);
+  add_jobs_option(*f, a.jobs);
   f->add_option("--max-nodes", a.max_nodes, "op nodes per graph, at most (default 10)")
       ->check(cli::integer_in(1, 1000, "a number of nodes"));
   f->add_option("--ops", a.ops, "comma-separated ops to draw nodes from (default: every op of the table)");
-  f->add_option("--out", a.out, "directory for the findings' repro files and summary.json");
+  add_output_option(*f, a.out, "directory for the findings' repro files and summary.json", /*old_out_alias=*/true);
   f->add_flag("--allow-nan", a.allow_nan, "no domain guards: values may leave an op's domain (NaN/Inf)");
   f->add_flag("--no-metamorphic", a.no_metamorphic, "only the differential check (no unfused/bisect/contiguous/f64 "
                                                     "variants)");
   f->add_flag("--print", a.print, "print every generated graph (.kir) on stdout");
-  f->add_option("--timeout", a.timeout_s, "seconds a graph may run (after compiling) before it counts as a hang "
-                                          "(default 10)")
-      ->check(cli::timeout_check());
-  f->add_option("--tol", a.tol, "comparator tolerance (default 1e-4)")->check(cli::number_in(0, 1e6, false, "a tolerance"));
-  f->add_flag("-q,--quiet", a.quiet, "no status line");
+  add_timeout_option(*f, a.timeout_s);
+  add_tol_option(*f, a.tol);
+  add_quiet_option(*f, a.quiet);
   runners["fuzz"] = [] { return run_fuzz_command(a); };
 }
 

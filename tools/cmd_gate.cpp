@@ -1,7 +1,10 @@
 // `kiln gate SUITE [--backend B] [--baseline FILE] [--update-baseline] [--junit FILE] [--json FILE]
-// [--markdown FILE] [-j N] [--repetitions N] [--grad] [--timeout S] [--tol T] [--time-tolerance F]`: runs every entry
-// of the suite isolated, judges it against the baseline (gate/judge.h) and writes the reports. Exit status: 0
-// without regressions (or after --update-baseline), 1 with any, 2 for bad input (suite, baseline, options).
+// `kiln gate SUITE [--backend B] [--baseline FILE] [--update-baseline] [--junit FILE] [--json FILE]
+// [--markdown FILE] [-j N] [--repetitions N] [--grad] [--timeout S] [--tol T] [--time-tolerance F] [--seed N] [-q]`:
+// runs every entry of the suite isolated, judges it against the baseline (gate/judge.h) and writes the reports. A
+// progress line per entry goes to stderr as it finishes, and the report files are rewritten (atomically) after
+// every entry, so a run killed at its CI timeout leaves the entries it finished. Exit status: 0 without
+// regressions (or after --update-baseline), 1 with any, 2 for bad input (suite, baseline, options).
 #include "tools/cmd_gate.h"
 
 #include <fmt/format.h>
@@ -14,6 +17,9 @@
 #include "gate/suite.h"
 #include "kiln_version.h"
 #include "tools/cli_checks.h"
+#include "core/escape.h"
+#include "core/seed.h"
+#include "core/options.h"
 #include "core/files.h"
 
 namespace kiln::cli {
@@ -26,30 +32,59 @@ struct GateArgs {
   bool update_baseline = false;
   std::string junit, json, markdown;
   int jobs = 1;
+  bool quiet = false;
+  std::optional<uint64_t> seed;
   gate::RunConfig config;
   gate::Thresholds thresholds;
 };
 
 int run_gate(const GateArgs& a) {
   find_backend(a.config.backend);  // an unknown backend is bad input, before anything runs
-  gate::Suite suite = gate::load_suite(a.suite);
+  gate::Suite suite = gate::load_suite(a.suite, a.seed.value_or(opt_seed()));
   std::optional<gate::Baseline> baseline;
   if (!a.baseline.empty() && !a.update_baseline) baseline = gate::load_baseline(a.baseline);
   if (baseline && baseline->backend != a.config.backend)
     fail("{}: the baseline was recorded with backend {}, this run uses {}; pass --backend {} or record a new "
          "baseline with --update-baseline", a.baseline, baseline->backend, a.config.backend, baseline->backend);
 
+  for (const std::string& out : {a.junit, a.json, a.markdown})
+    if (!out.empty()) check_output_path(out);  // before the long part
+
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<gate::Measurement> measured = gate::measure_suite(suite, a.config, a.jobs);
+  gate::RunInfo info{a.suite, a.config.backend, baseline ? a.baseline : "", 0, suite.entries.size()};
+  auto write_reports = [&](const std::vector<gate::EntryResult>& results) {
+    info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!a.junit.empty()) write_file_atomic(a.junit, gate::junit_xml(results, info));
+    if (!a.json.empty()) write_file_atomic(a.json, gate::json_report(results, info));
+    if (!a.markdown.empty()) write_file_atomic(a.markdown, gate::markdown_table(results, info));
+  };
+  // After each entry: its progress line, and the reports over the entries finished so far (in suite order).
+  std::vector<std::optional<gate::Measurement>> finished(suite.entries.size());
+  size_t done = 0;
+  auto on_entry = [&](size_t i, const gate::Measurement& m) {
+    finished[i] = m;
+    ++done;
+    gate::Suite so_far{suite.root, {}};
+    std::vector<gate::Measurement> measured_so_far;
+    for (size_t k = 0; k < suite.entries.size(); ++k)
+      if (finished[k]) so_far.entries.push_back(suite.entries[k]), measured_so_far.push_back(*finished[k]);
+    std::vector<gate::EntryResult> results =
+        gate::judge(so_far, measured_so_far, a.config, baseline ? &*baseline : nullptr, a.thresholds);
+    if (!a.quiet) {
+      const gate::EntryResult& r = *std::find_if(results.begin(), results.end(), [&](const gate::EntryResult& e) {
+        return e.entry.name == suite.entries[i].name;
+      });
+      fmt::print(stderr, "kiln gate: [{}/{}] {}: {}{} ({:.1f} s)\n", done, suite.entries.size(),
+                 terminal_safe(r.entry.name), gate::verdict_name(r.verdict),
+                 r.now.passed() || r.verdict == gate::Verdict::Skipped ? "" : " (" + r.now.status + ")", m.seconds);
+    }
+    write_reports(results);
+  };
+  std::vector<gate::Measurement> measured = gate::measure_suite(suite, a.config, a.jobs, on_entry);
   std::vector<gate::EntryResult> results =
       gate::judge(suite, measured, a.config, baseline ? &*baseline : nullptr, a.thresholds);
-  gate::RunInfo info{a.suite, a.config.backend, baseline ? a.baseline : "",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
-
+  write_reports(results);
   fmt::print("{}", gate::summary_text(results, info));
-  if (!a.junit.empty()) write_file_atomic(a.junit, gate::junit_xml(results, info));
-  if (!a.json.empty()) write_file_atomic(a.json, gate::json_report(results, info));
-  if (!a.markdown.empty()) write_file_atomic(a.markdown, gate::markdown_table(results, info));
   if (a.update_baseline) {
     gate::Baseline b{a.config.backend, gate::this_machine(), KILN_VERSION, KILN_GIT_HASH, {}};
     for (size_t i = 0; i < suite.entries.size(); ++i) b.entries[suite.entries[i].name] = measured[i];
@@ -68,7 +103,7 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                                           "on any regression (docs/gate.md)");
   gate->add_option("suite", args.suite, "a directory of .kir graphs and .repro files, or a .json manifest")
       ->required();
-  gate->add_option("--backend", args.config.backend, "the backend every graph entry runs on")->default_str("inductor");
+  add_backend_option(*gate, args.config.backend);
   auto* baseline = gate->add_option("--baseline", args.baseline,
                                     "the expected results (status, times, peak memory) of each entry");
   gate->add_flag("--update-baseline", args.update_baseline,
@@ -77,22 +112,18 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   gate->add_option("--junit", args.junit, "write JUnit XML here (one test case per entry)");
   gate->add_option("--json", args.json, "write every result and figure as JSON here");
   gate->add_option("--markdown", args.markdown, "write a Markdown table for a pull-request comment here");
-  gate->add_option("-j,--jobs", args.jobs, "entries run at a time, each in its own child process (default 1; "
-                                           "times are steadier with 1)")
-      ->check(integer_in<int>(1, 256, "entries at a time"));
+  add_jobs_option(*gate, args.jobs);
   gate->add_option("--repetitions", args.config.repetitions, "timed calls of each passing graph (default 5)")
       ->check(integer_in<int>(1, 1000, "timed calls"));
   gate->add_flag("--grad", args.config.gradients, "judge graphs with inputs marked `grad` on their outputs and then "
                                                   "their gradients (forward and backward, as `kiln run --check --grad`)");
-  gate->add_option("--timeout", args.config.timeout_s, "seconds a run may take before it counts as a hang "
-                                                       "(default 60)")
-      ->check(timeout_check());
-  gate->add_option("--tol", args.config.tolerance, "comparator tolerance for graph entries (default 1e-4)")
-      ->check(number_in(0, 1, true, "a comparator tolerance"));
-  gate->add_option("--time-tolerance", args.thresholds.time_tolerance,
-                   "a median call or cold compile this much slower (1 = twice as slow) with the rank test's p < 0.05 is a "
-                   "regression (default 1; tighten it on a dedicated machine)")
-      ->check(number_in(0, 100, false, "a relative slowdown"));
+  add_timeout_option(*gate, args.config.timeout_s);
+  add_tol_option(*gate, args.config.tolerance);
+  add_time_tolerance_option(*gate, args.thresholds.time_tolerance,
+                            "a median call or cold compile this much slower (1 = twice as slow) with the rank test's "
+                            "p < 0.05 is a regression (default 1; tighten it on a dedicated machine)");
+  add_quiet_option(*gate, args.quiet);
+  add_seed_option(*gate, args.seed);
   runners["gate"] = [] { return run_gate(args); };
 }
 

@@ -31,7 +31,7 @@ namespace {
 
 struct RunArgs {
   std::string file;
-  std::string backend;  // "": eager, or a repro file's backend
+  std::optional<std::string> backend;  // unset: a repro file's, else inductor (tools/cli_checks.h)
   std::string inputs_dir;
   std::optional<uint64_t> seed;
   bool check = false;
@@ -126,8 +126,8 @@ int run_run(const RunArgs& a) {
   // A repro file runs its graph with its inputs and configuration (repro/graph_source.h), on its backend unless
   // --backend names another: what `kiln bisect` of a repro prints as its reproduce line.
   GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
-  const std::string backend_name = a.backend.empty() ? src.backend_or("eager") : a.backend;
-  const double tol = a.tol.value_or(src.tolerance_or(1e-4));
+  const std::string backend_name = a.backend ? *a.backend : src.backend_or(kDefaultBackend);
+  const double tol = a.tol.value_or(src.tolerance_or(kDefaultTol));
   const BackendFn& backend = find_backend(backend_name);
   if (!a.mode.empty()) {
     KILN_CHECK(a.mode == "default" || backend_name == "inductor_cuda", "--mode {}: {}, which needs --backend "
@@ -185,29 +185,20 @@ void add_graph_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   auto* run = app.add_subcommand("run", "run a .kir graph (reference interpreter or a compiled backend) and summarise its outputs");
   run->add_option("graph", run_args.file, "the .kir file, or a repro file (its graph, inputs and configuration)")
       ->required();
-  run->add_option("--backend", run_args.backend, "backend to run the graph with: eager (the reference interpreter) or "
-                                                 "inductor (compiled); default eager, or a repro file's backend")
-      ->default_str("eager");
+  add_backend_option(*run, run_args.backend);
   run->add_option("--mode", run_args.mode,
                   "compile mode: default; with --backend inductor_cuda also reduce-overhead (the whole "
                   "program recorded once into a CUDA graph and replayed) or max-autotune (each kernel timed at a few "
                   "launch shapes at its first run, the fastest kept and cached on disk)")
       ->check(CLI::IsMember(compile_modes()));
-  auto* inputs = run->add_option("--inputs", run_args.inputs_dir,
-                                 "directory with one .npy per graph input, named after it (%x -> x.npy)");
-  auto* seed = run->add_option("--seed", run_args.seed,
-                               "generate inputs from this seed (default: KILN_SEED); also seeds random ops")
-                  ->check(seed_check());
-  inputs->excludes(seed);
+  add_inputs_option(*run, run_args.inputs_dir, add_seed_option(*run, run_args.seed));
   run->add_flag("--check", run_args.check,
                 "compare the outputs with the fp64 reference interpreter; exit 1 when they disagree");
   run->add_flag("--grad", run_args.grad,
                 "with --check: run forward and backward (inputs marked `grad` get gradients through fixed tangents) "
                 "and compare the outputs and the gradients")
       ->needs(run->get_option("--check"));
-  run->add_option("--tol", run_args.tol, "with --check: the comparator's tolerance (default 1e-4, or a repro file's)")
-      ->check(number_in(0, 1e6, false, "a tolerance"))
-      ->needs(run->get_option("--check"));
+  add_tol_option(*run, run_args.tol)->needs(run->get_option("--check"));
   run->add_option("--dump", run_args.dump_dir,
                   "write the inputs (<name>.npy) and outputs (output_<k>.npy) into this directory");
   run->add_option("--emit", run_args.emit,

@@ -13,6 +13,7 @@
 #include "graph/inputs.h"
 #include "graph/text.h"
 #include "import/pt2.h"
+#include "tools/cli_checks.h"
 
 namespace kiln::cli {
 namespace {
@@ -60,7 +61,8 @@ void add_import_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   static ImportArgs args;
   auto* cmd = app.add_subcommand("import", "convert a torch.export archive (.pt2) to a .kir graph and .npy weights");
   cmd->add_option("archive", args.archive, "the .pt2 file (torch.export.save, PyTorch >= 2.6)")->required();
-  cmd->add_option("-o,--out", args.out_dir, "output directory (default: the archive's stem, in the current directory)");
+  add_output_option(*cmd, args.out_dir, "output directory (default: the archive's stem, in the current directory)",
+                    /*old_out_alias=*/true);
   cmd->add_option("--decompose", args.decompose,
                   "core: an ATen op may become several kiln ops; none: only one-to-one mappings")
       ->check(CLI::IsMember({"core", "none"}))

@@ -31,12 +31,13 @@ namespace kiln::cli {
 namespace {
 
 struct MinifyArgs {
-  std::string file, backend, inputs_dir, check_str, output, emit, spill_dir;
+  std::optional<std::string> backend;
+  std::string file, inputs_dir, check_str, output, emit, spill_dir;
   std::optional<uint64_t> seed;
   std::optional<double> tol;
   bool accuracy = false, strict = false, resume = false, quiet = false, grad = false;
   int jobs = 1;
-  double timeout_s = 10;
+  double timeout_s = kDefaultTimeout;
   int64_t budget_mb = 256;
 };
 
@@ -46,14 +47,12 @@ int run_minify(const MinifyArgs& a) {
   minify::MinifyOptions o;
   const graph::Graph& g = src.graph;
   const std::vector<Tensor>& inputs = src.inputs;
-  const std::string backend = a.backend.empty() ? src.backend_or("") : a.backend;
+  const std::string backend = a.backend ? *a.backend : src.backend_or(kDefaultBackend);
   const std::string& input_desc = src.input_desc;
-  o.tolerance = a.tol.value_or(src.tolerance_or(1e-4));
+  o.tolerance = a.tol.value_or(src.tolerance_or(kDefaultTol));
   o.gradients = a.grad || src.gradients();  // judged on outputs then gradients, as `kiln run --check --grad`
   KILN_CHECK(!o.gradients || trains(g), "{}: --grad needs inputs marked `grad` (e.g. `%w: f32[4] grad`); graph {} "
              "has none", a.file, g.name);
-  KILN_CHECK(!backend.empty(), "kiln minify: name the backend that fails with --backend (available: {})",
-             fmt::join(backend_names(), ", "));
   manual_seed(src.seed);  // random ops draw the same in every candidate
   o.backend = backend;
   o.accuracy = a.accuracy;
@@ -109,7 +108,7 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   auto* m = app.add_subcommand("minify", "shrink a graph that fails on a backend to a minimal repro file that fails "
                                          "the same way");
   m->add_option("file", a.file, "the failing graph (.kir) or a repro file")->required();
-  m->add_option("--backend", a.backend, "the backend it fails on (default: the repro's)");
+  add_backend_option(*m, a.backend);
   auto* acc = m->add_flag("--accuracy", a.accuracy, "minify an accuracy failure (errors and crashes do not count; "
                                                     "non-float outputs are ignored)");
   auto* strict = m->add_flag("--strict-accuracy", a.strict, "like --accuracy, but non-float outputs count too");
@@ -119,26 +118,20 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
                                 "(the default for a repro file that does)");
   m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
                                             "message modulo names and numbers)");
-  m->add_option("-j,--jobs", a.jobs, "candidates run in parallel (default 1)")
-      ->check(integer_in(1, 256, "the number of candidates run in parallel"));
-  m->add_option("--timeout", a.timeout_s, "seconds a candidate may run (after compiling) before it counts as a "
-                                          "hang (default 10)")
-      ->check(timeout_check());
-  m->add_option("-o,--output", a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
-                                         "inputs go to OUT.inputs/, the run's state to OUT.state.json");
+  add_jobs_option(*m, a.jobs);
+  add_timeout_option(*m, a.timeout_s);
+  add_output_option(*m, a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
+                                  "inputs go to OUT.inputs/, the run's state to OUT.state.json");
   m->add_flag("--resume", a.resume, "continue an interrupted run from its checkpoint (-o OUT)");
   m->add_option("--emit", a.emit, "also write a standalone program: cpp (against libkiln) or torch (PyTorch script)")
       ->check(CLI::IsMember({"cpp", "torch"}));
-  auto* in = m->add_option("--inputs", a.inputs_dir, "inputs: one .npy per graph input in this directory");
-  auto* seed = m->add_option("--seed", a.seed, "inputs from this seed (default KILN_SEED, 0)")->check(seed_check());
-  in->excludes(seed);
-  m->add_option("--tol", a.tol, "comparator tolerance for accuracy failures (default 1e-4, or the repro's)")
-      ->check(number_in(0, 1e6, false, "a tolerance"));
+  add_inputs_option(*m, a.inputs_dir, add_seed_option(*m, a.seed));
+  add_tol_option(*m, a.tol);
   m->add_option("--budget", a.budget_mb, "MB of recorded reference values kept in memory; the rest spill to disk "
                                          "(default 256)")
       ->check(integer_in<int64_t>(0, int64_t(1) << 20, "megabytes (at most 1 TiB)"));
   m->add_option("--spill-dir", a.spill_dir, "where recorded values beyond the budget go (default: the temp dir)");
-  m->add_flag("-q,--quiet", a.quiet, "no progress line on stderr");
+  add_quiet_option(*m, a.quiet);
   runners["minify"] = [] { return run_minify(a); };
 }
 

@@ -55,9 +55,7 @@ void add_repro_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   static std::string file;
   static double timeout_s = 60;
   run->add_option("file", file, "the repro file")->required();
-  run->add_option("--timeout", timeout_s, "seconds a run may take (after compiling) before it counts as a hang "
-                                          "(default 60)")
-      ->check(timeout_check());
+  add_timeout_option(*run, timeout_s);
   runners["repro"] = [] { return run_repro_run(file, timeout_s); };
 }
 
