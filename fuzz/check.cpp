@@ -237,7 +237,7 @@ RootCause bisect_finding(const graph::Graph& g, const std::vector<Tensor>& input
   bisect::BisectReport r;
   {
     QuietStderr quiet;
-    r = bisect::bisect_graph(g, inputs, o, "");
+    r = bisect::bisect_graph(g, inputs, o, RunLine{});  // the lines are not printed: only the cause is kept
   }
   RootCause c;
   c.outcome = std::string(bisect::outcome_name(r.outcome));

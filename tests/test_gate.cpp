@@ -266,6 +266,7 @@ TEST_F(Gate, EveryBaselineFieldIsValidatedWithTheFileEntryAndField) {
                                    {"run_ms", json::array()}, {"seconds", 0.2}}}};
   write_file(baseline, b.dump());
   EXPECT_NO_THROW(gate::load_baseline(baseline));
+}
 
 // A CI job killed at its timeout keeps what the run did: a progress line per entry as it finishes (stderr), and the
 // JSON, JUnit and Markdown reports rewritten after every entry, marked incomplete. Here the second entry hangs (the
