@@ -29,14 +29,14 @@ std::vector<std::string> commands() {
 
 // The help line of `flag` in `help` ("--tol FLOAT:[0, 1e+06] the comparator's ..."), whitespace runs folded to
 // one space so column widths (which depend on a command's longest option) do not count, and CLI11's note of
-// which other flags it excludes (those depend on the command: fuzz has no --inputs for --seed to exclude) left
-// out; "" when absent.
+// which other flags it excludes or needs (those depend on the command: fuzz has no --inputs for --seed to exclude,
+// run's --tol needs its --check) left out; "" when absent.
 std::string help_line(const std::string& help, const std::string& flag) {
   std::regex line_re("\n  (?:-[a-zA-Z], ?)?" + flag + "(?![a-z-])( [^\n]*)?(\n {10,}[^\n]*)*");
   std::smatch m;
   if (!std::regex_search(help, m, line_re)) return "";
   std::string line = std::regex_replace(m.str(), std::regex(R"(\s+)"), " ");
-  line = std::regex_replace(line, std::regex(R"( Excludes:( --?[a-z][a-z-]*)+)"), "");
+  line = std::regex_replace(line, std::regex(R"( (Excludes|Needs):( --?[a-z][a-z-]*)+)"), "");
   return line.substr(line.find(flag));
 }
 
