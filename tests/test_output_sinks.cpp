@@ -68,6 +68,29 @@ TEST_F(OutputSinks, ErrorMessagesQuoteNamesTerminalSafe) {
   EXPECT_NE(r.output.find(kEvilShown), std::string::npos) << r.output;
 }
 
+// A repro file is the most hostile input kiln reads: its message, backend and name reach `kiln repro run`'s
+// lines; and log channels (KILN_LOGS) print value names.
+TEST_F(OutputSinks, ReproRunAndLogChannelsPrintNamesTerminalSafe) {
+  const std::string kir = file("g.kir", "graph g(%x: f32[4]) {\n  " + kEvilKir + " = relu(%x) : f32[4]\n  return " +
+                                            kEvilKir + "\n}\n");
+  CliResult logged = kiln_cli("run " + kir + " --seed 0 --backend inductor", "KILN_LOGS=lowering,graph");
+  ASSERT_EQ(logged.exit_code, 0) << logged.output;
+  EXPECT_NE(logged.output.find("[kiln:"), std::string::npos) << logged.output;
+  EXPECT_FALSE(has_control_bytes(logged.output)) << logged.output;
+  CliResult minified = kiln_cli("minify " + kir + " --backend inductor -o " + path("r.repro"),
+                                "KILN_INJECT=relu:compile_error");
+  ASSERT_EQ(minified.exit_code, 0) << minified.output;
+  EXPECT_FALSE(has_control_bytes(minified.output)) << minified.output;
+  std::string repro = read_text(path("r.repro"));
+  const size_t message = repro.find("message: \"");
+  ASSERT_NE(message, std::string::npos) << repro;
+  repro.insert(message + 10, "\\u001b]0;pwned\\u0007");  // a recorded message holding a terminal escape
+  write_file(path("r.repro"), repro);
+  CliResult rerun = kiln_cli("repro run " + path("r.repro"), "KILN_INJECT=relu:compile_error");
+  EXPECT_NE(rerun.output.find("recorded: "), std::string::npos) << rerun.output;
+  EXPECT_FALSE(has_control_bytes(rerun.output)) << rerun.output;
+}
+
 TEST_F(OutputSinks, DoctorsOutputSiteLinesAndReportsKeepTheNameInert) {
   const bisect::InjectedGraph ig = bisect::injected_chain("lowering", 6);  // the injected relu is %t3
   ASSERT_EQ(ig.site_value, "t3");

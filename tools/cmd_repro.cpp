@@ -17,11 +17,13 @@ namespace {
 
 int run_repro_run(const std::string& file, double timeout_s) {
   ReproFile r = load_repro(file);
-  if (std::string note = gpu_mismatch_note(r); !note.empty()) fmt::print("{}\n", note);
+  // Everything below quotes the repro file's own text (its name, backend, messages, GPU), the most hostile input
+  // kiln reads: printed terminal_safe.
+  if (std::string note = gpu_mismatch_note(r); !note.empty()) fmt::print("{}\n", terminal_safe_lines(note));
   std::fflush(stdout);  // before the forked child's output
   ReproOutcome o = reproduce(r, file, timeout_s);
-  fmt::print("{}: recorded failure: {} on backend {}\n", file, r.expected.kind, r.backend);
-  if (!r.expected.message.empty()) fmt::print("  recorded: {}\n", r.expected.message);
+  fmt::print("{}: recorded failure: {} on backend {}\n", terminal_safe(file), r.expected.kind, terminal_safe(r.backend));
+  if (!r.expected.message.empty()) fmt::print("  recorded: {}\n", terminal_safe_lines(r.expected.message));
   if (!r.expected.failed()) {  // `failure: none`: the repro records a graph that passed
     if (!o.observed.failed()) {
       fmt::print("PASSES: the repro records no failure (failure: none) and the graph runs and matches the fp64 "
@@ -33,12 +35,12 @@ int run_repro_run(const std::string& file, double timeout_s) {
     return 1;
   }
   if (o.reproduces) {
-    fmt::print("REPRODUCES: {}\n  observed: {}\n", o.observed.kind, o.observed.message);
+    fmt::print("REPRODUCES: {}\n  observed: {}\n", o.observed.kind, terminal_safe_lines(o.observed.message));
     return 1;
   }
   if (o.observed.failed()) {
     fmt::print("FAILS DIFFERENTLY: {} (the recorded {} no longer happens)\n  observed: {}\n", o.observed.kind,
-               r.expected.kind, o.observed.message);
+               r.expected.kind, terminal_safe_lines(o.observed.message));
     return 1;
   }
   fmt::print("DOES NOT REPRODUCE: the graph now runs and matches the fp64 reference\n");

@@ -2,6 +2,8 @@
 // and the stderr writer.
 #include "core/log.h"
 
+#include "core/escape.h"
+
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -89,7 +91,8 @@ bool log_enabled(LogChannel c) {
 }
 
 void log_line(LogChannel c, std::string_view message) {
-  std::string line = fmt::format("[kiln:{}] {}\n", log_channel_name(c), message);
+  // Messages quote users' names (values, graphs, files): terminal_safe, line breaks kept.
+  std::string line = fmt::format("[kiln:{}] {}\n", log_channel_name(c), terminal_safe_lines(message));
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
