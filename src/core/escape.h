@@ -1,6 +1,7 @@
 // Escaping for every sink an untrusted string reaches: a shell line, a terminal, Markdown, HTML, XML and JSON.
 // One owner for each rule: graph names, value names, file names and option values come from users' files, so
-// every command that prints or writes them goes through these functions (docs/architecture.md, "Output sinks and trust").
+// every command that prints or writes them goes through these functions (docs/architecture.md, "Output sinks
+// and trust").
 #pragma once
 #include <string>
 #include <string_view>
