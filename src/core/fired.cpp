@@ -51,11 +51,24 @@ Shared& shared() {
 // Made before main: the first fork must already share it.
 [[maybe_unused]] const bool g_made = (shared(), true);
 
-// The entries of the settings in effect, as "NAME=entry".
+// The entries of the settings in effect, as "NAME=entry": read from the environment itself, not through the
+// options table, because this also runs from an atexit handler, after the table's override state (a static of
+// core/options.cpp) may have been destroyed. The entries split as opt_list splits them (commas, spaces trimmed).
 std::vector<std::string> settings_to_check() {
   std::vector<std::string> out;
-  for (Opt opt : {Opt::Inject, Opt::BisectDisable, Opt::BisectLimit})
-    for (const std::string& e : opt_list(opt)) out.push_back(fmt::format("{}={}", option_spec(opt).env, e));
+  for (const char* name : {"KILN_INJECT", "KILN_BISECT_DISABLE", "KILN_BISECT_LIMIT"}) {
+    const char* value = std::getenv(name);
+    if (!value) continue;
+    std::string_view rest = value;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view entry = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
+      while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
+      if (!entry.empty()) out.push_back(fmt::format("{}={}", name, entry));
+    }
+  }
   return out;
 }
 
