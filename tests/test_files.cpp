@@ -8,6 +8,7 @@
 
 #include "cli_run.h"
 #include <rapidcheck/gtest.h>
+#include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -578,6 +579,57 @@ TEST_F(Files, ACacheDirectoryOthersCanWriteIsNeverRead) {
   // Sticky and world-writable above (as /tmp is): trusted, since no one else can rename the user's entries.
   fs::permissions(cache, fs::perms::all | fs::perms::sticky_bit);
   EXPECT_TRUE(has(run_kiln("run --backend inductor --seed 1 " + g, env).output, "disk hit"));
+}
+
+// Debian and Ubuntu give each user a private group and a umask of 002: every directory the user makes is
+// group-writable, by that group alone. The cache serves there (CI found it off, and the entries kiln wrote itself
+// refused, under such a umask); a group with other members stays refused. Entries are private files whatever
+// the umask.
+namespace {
+bool group_is_private_to_me(gid_t gid) {  // the rule, written here independently of kernel_disk_cache.cpp's
+  struct group* gr = ::getgrgid(gid);
+  struct passwd* me = ::getpwuid(::geteuid());
+  if (!gr || !me) return false;
+  const std::string my_name = me->pw_name;
+  int members = 0;
+  bool only_me = true;
+  ::setpwent();
+  while (struct passwd* p = ::getpwent())
+    if (p->pw_gid == gid) ++members, only_me &= p->pw_uid == ::geteuid();
+  ::endpwent();
+  for (char** m = gr->gr_mem; m && *m; ++m) ++members, only_me &= my_name == *m;
+  return members > 0 && only_me;
+}
+}  // namespace
+
+TEST_F(Files, UnderUmask002TheCacheServesWhenTheGroupIsTheUsersOwn) {
+  std::string g = file("g.kir", kRelu);
+  const fs::path cache = dir_ / "cache";
+  const std::string env = "umask 002; KILN_LOGS=cache KILN_CACHE_DIR=" + cache.string();
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_all | fs::perms::others_read |
+                            fs::perms::others_exec);  // mode 0775, as mkdir makes it under umask 002
+  cli_test::CliResult first = run_kiln("run --backend inductor --seed 1 " + g, env);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  struct stat dir_st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &dir_st), 0);
+  if (!group_is_private_to_me(dir_st.st_gid)) {
+    // A group others belong to may plant entries: the cache stays off, with the reason.
+    EXPECT_TRUE(has(first.output, dir_.string() + " is writable by other users (mode 0775)")) << first.output;
+    EXPECT_TRUE(cache_entries(cache).empty());
+    return;
+  }
+  EXPECT_FALSE(has(first.output, "kernel disk cache is off")) << first.output;
+  auto entries = cache_entries(cache);
+  ASSERT_EQ(entries.size(), 1u) << first.output;
+  for (const fs::path& f : {entries[0].first, entries[0].second}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(f.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u) << f;  // not 0664, which the umask alone would give
+  }
+  fs::permissions(entries[0].first.parent_path(), fs::perms::group_write, fs::perm_options::add);
+  cli_test::CliResult second = run_kiln("run --backend inductor --seed 1 " + g, env);
+  EXPECT_TRUE(has(second.output, "disk hit")) << second.output;
+  EXPECT_FALSE(has(second.output, "kernel disk cache is off")) << second.output;
 }
 
 TEST_F(Files, ACacheDirectoryOrEntryOfAnotherUserIsNeverRead) {

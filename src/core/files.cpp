@@ -276,14 +276,15 @@ std::string read_input_file(const std::string& path, std::string_view what, int6
   return InputFile(path, what, max_bytes).read_all();
 }
 
-void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
+void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce,
+                       unsigned create_mode) {
   struct stat existing {};
   bool exists = false;
   const fs::path target = write_target(path, existing, exists);
   static std::atomic<uint64_t> counter{0};
   fs::path dir = target.parent_path();
   const fs::path tmp = dir / fmt::format(".{}.kiln-tmp.{}.{}", target.filename().string(), ::getpid(), counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // the umask applies
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, create_mode);  // the umask applies
   KILN_CHECK(fd >= 0, "{}: cannot create the file ({}); check that the directory exists and is writable", path,
              std::strerror(errno));
   RemoveOnSignal tmp_on_signal(tmp.string());  // an interrupted write leaves no temporary file
@@ -316,8 +317,8 @@ void write_file_atomic(const std::string& path, const std::function<void(const C
   }
 }
 
-void write_file_atomic(const std::string& path, std::string_view contents) {
-  write_file_atomic(path, [&](const ChunkWriter& write) { write(contents.data(), contents.size()); });
+void write_file_atomic(const std::string& path, std::string_view contents, unsigned create_mode) {
+  write_file_atomic(path, [&](const ChunkWriter& write) { write(contents.data(), contents.size()); }, create_mode);
 }
 
 void rewrite_file_in_place(const std::string& path, std::string_view contents) {

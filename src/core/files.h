@@ -53,11 +53,13 @@ std::string read_input_file(const std::string& path, std::string_view what, int6
 // over the target (the directory is fsync'ed too), so readers see the old file or the new one, never part of
 // one. The target: `path`, or the file a symlink at `path` points to (the link stays a link). Refused when it
 // exists and is not a regular file (a directory, /dev/null, a FIFO). A replaced file keeps its mode; a new one
-// gets 0666 minus the umask. On any failure the temporary file is removed and the target is untouched.
-// `produce` writes the content through the function it is given.
+// gets `create_mode` minus the umask (0666: a user's output; 0600: a private file such as a cache entry, which a
+// umask of 002 must not make group-writable). On any failure the temporary file is removed and the target is
+// untouched. `produce` writes the content through the function it is given.
 using ChunkWriter = std::function<void(const void* data, size_t n)>;
-void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
-void write_file_atomic(const std::string& path, std::string_view contents);
+void write_file_atomic(const std::string& path, const std::function<void(const ChunkWriter&)>& produce,
+                       unsigned create_mode = 0666);
+void write_file_atomic(const std::string& path, std::string_view contents, unsigned create_mode = 0666);
 
 // Rewrites the existing file `path` with `contents` for an in-place edit (`kiln fmt -i`). A file with one name
 // is replaced atomically (write_file_atomic). A file with hard links is written through its own inode, so that

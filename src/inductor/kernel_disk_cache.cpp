@@ -1,6 +1,7 @@
 // The kernel disk cache's files (kernel_disk_cache.h), shared by the CPU JIT and the CUDA backend.
 #include "inductor/kernel_disk_cache.h"
 
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -115,6 +116,44 @@ fs::path cache_root(std::string& why_none) {
   return {};
 }
 
+// Whether group `gid` is private to user `uid`: its one member is that user, as a primary group (passwd) or a
+// listed member (group), and no one else is in it. Debian and Ubuntu give each user such a group and a umask of
+// 002, so the user's directories and files are group-writable by that group alone; Debian's OpenSSH accepts them
+// by the same rule (its user-group-modes patch). A group with no member at all is not private (setgid programs
+// use those). Looked up once per group and kept: getpwent walks a process-wide cursor.
+bool group_private_to(gid_t gid, uid_t uid) {
+  static std::mutex mutex;
+  static std::map<std::pair<gid_t, uid_t>, bool> known;
+  std::lock_guard lock(mutex);
+  if (auto it = known.find({gid, uid}); it != known.end()) return it->second;
+  bool is_private = false;
+  std::vector<char> buf(16384);
+  struct group gr, *group = nullptr;
+  struct passwd pw, *user = nullptr;
+  if (getgrgid_r(gid, &gr, buf.data(), buf.size(), &group) == 0 && group) {
+    std::vector<char> user_buf(16384);
+    if (getpwuid_r(uid, &pw, user_buf.data(), user_buf.size(), &user) == 0 && user) {
+      int members = 0;
+      bool only_this_user = true;
+      setpwent();
+      while (struct passwd* p = getpwent())
+        if (p->pw_gid == gid) ++members, only_this_user &= p->pw_uid == uid;
+      endpwent();
+      for (char** m = group->gr_mem; m && *m; ++m) ++members, only_this_user &= std::strcmp(*m, user->pw_name) == 0;
+      is_private = members > 0 && only_this_user;
+    }
+  }
+  known[{gid, uid}] = is_private;
+  return is_private;
+}
+
+// Whether a user other than this one (or root) can write through these mode bits: others' write bit, or the
+// group's when the group is not private to this user.
+bool others_can_write(const struct stat& st) {
+  if (st.st_mode & S_IWOTH) return true;
+  return (st.st_mode & S_IWGRP) && !group_private_to(st.st_gid, geteuid());
+}
+
 // Why another user could place or replace files in `dir` (the directory that holds entries), or nullopt when no
 // one but this user (or root) can. Checked on the canonical path, so a symbolic link is judged by its target.
 std::optional<std::string> writable_by_others(const fs::path& dir) {
@@ -131,11 +170,10 @@ std::optional<std::string> writable_by_others(const fs::path& dir) {
     if (st.st_uid != me && st.st_uid != 0)
       return fmt::format("{} belongs to another user (uid {}); use a directory of your own (KILN_CACHE_DIR)",
                          p.string(), st.st_uid);
-    // Group or others may write an ancestor only when its sticky bit stops them renaming this user's entries
+    // Another user may write an ancestor only when its sticky bit stops them renaming this user's entries
     // (/tmp); the directory holding the entries itself must be writable by no one else.
-    const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
     const bool holds_entries = p == real && existing == dir;
-    if (others_write && (holds_entries || !(st.st_mode & S_ISVTX)))
+    if (others_can_write(st) && (holds_entries || !(st.st_mode & S_ISVTX)))
       return fmt::format("{} is writable by other users (mode {:04o}); run chmod go-w on it", p.string(),
                          st.st_mode & 07777);
     if (!p.has_relative_path()) return std::nullopt;
@@ -149,7 +187,7 @@ std::optional<std::string> untrusted_entry_file(const fs::path& file) {
   if (!S_ISREG(st.st_mode)) return fmt::format("{} is not a regular file", file.string());
   if (st.st_uid != geteuid() && st.st_uid != 0)
     return fmt::format("{} belongs to another user (uid {})", file.string(), st.st_uid);
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return fmt::format("{} is writable by other users", file.string());
+  if (others_can_write(st)) return fmt::format("{} is writable by other users", file.string());
   return std::nullopt;
 }
 
@@ -230,10 +268,10 @@ void KernelDiskCache::store(const std::string& key, const std::string& key_mater
   bool object_written = false;
   try {
     create_private_directory(dir);
-    write_file_atomic(file.string(), object);
+    write_file_atomic(file.string(), object, 0600);
     object_written = true;
     const std::string meta = entry_meta(key_material, object);
-    write_file_atomic(meta_file.string(), meta);
+    write_file_atomic(meta_file.string(), meta, 0600);
     KILN_LOG(LogChannel::Cache, "miss: compiled {} and stored {}", what, file.string());
     account_stored_entry(dir, int64_t(object.size() + meta.size()));
   } catch (const Error& e) {

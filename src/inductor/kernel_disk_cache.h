@@ -8,8 +8,10 @@
 // can write. The root is KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln, else the passwd
 // entry's home directory/.cache/kiln; never a shared path such as /tmp. The directory and every directory above
 // it must be owned by this user or root and writable by no one else (a sticky directory such as /tmp may stand
-// above it, as ssh and git allow), and each entry file must be a regular file owned by this user or root;
-// otherwise the disk cache is off for the process, with one warning naming the directory and the fix.
+// above it, as ssh and git allow; group write is no one else's when the group is private to this user, the
+// user-private groups and umask 002 of Debian and Ubuntu), and each entry file must be a regular file owned by
+// this user or root and writable by no one else; otherwise the disk cache is off for the process, with one
+// warning naming the directory and the fix. Entries are written mode 0600 whatever the umask.
 #pragma once
 #include <cstdint>
 #include <filesystem>
