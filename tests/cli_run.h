@@ -75,6 +75,8 @@ class CliTest : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+    // Private whatever the umask: the kernel cache (KILN_CACHE_DIR under it) refuses a directory others may write.
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& text) {

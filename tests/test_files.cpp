@@ -54,6 +54,8 @@ class Files : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    // Private whatever the umask: the kernel cache (KILN_CACHE_DIR under it) refuses a directory others may write.
+    fs::permissions(dir_, fs::perms::owner_all);
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& text) {

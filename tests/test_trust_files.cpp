@@ -48,6 +48,7 @@ class Trust : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::owner_all);  // private whatever the umask (the kernel cache checks)
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name, const std::string& text) {
