@@ -1,8 +1,8 @@
 // The oracle every tool asks "does this graph, with these inputs, still fail, and how?" (decision 8): the
 // graph runs on a backend in a forked child (isolate.h: a crash or hang is an answer) and is judged against
 // the reference interpreter's baselines (eager at the graph's own dtypes and fp64) through the one comparator
-// (graph/compare.h). `kiln repro run`, the
-// minifier's candidates, gating, the bisector and the fuzzer all classify through it.
+// (graph/compare.h). `kiln repro run`, the minifier's candidates, gating, the bisector and the fuzzer all
+// classify through it.
 //
 //   FailureOracle oracle({.backend = "inductor", .tolerance = 1e-4, .timeout_s = 10});
 //   FailureSignature f = oracle.classify(g, inputs);         // none, compile_error, ..., accuracy
