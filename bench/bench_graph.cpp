@@ -11,6 +11,7 @@
 
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 

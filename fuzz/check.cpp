@@ -1,4 +1,5 @@
-// The fuzzer's only calls into the failure layer (repro/ and minifier/); see check.h.
+// The fuzzer's only calls into the failure layer (repro/ and minifier/); see check.h. A job runs and is judged by
+// the repro oracle's building blocks (repro/oracle.h: compile, run, compare), batched several to a child.
 #include "fuzz/check.h"
 
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include "ops/api.h"
 #include "ops/op_info.h"
 #include "repro/isolate.h"
+#include "repro/oracle.h"
 #include "repro/repro.h"
 
 namespace kiln::fuzz {
@@ -45,29 +47,35 @@ void quiet_child() {
   if (null >= 0) dup2(null, STDERR_FILENO), close(null);
 }
 
+// The oracle that judges the jobs: the backend, the comparator's tolerance (strict: integer and bool outputs
+// are compared too) and the time limit. The baselines are the jobs' own (eager and reference).
+FailureOracle oracle_of(const CheckOptions& opts) {
+  OracleOptions o;
+  o.backend = opts.backend;
+  o.tolerance = opts.tolerance;
+  o.timeout_s = opts.timeout_s;
+  return FailureOracle(o);
+}
+
 // Runs one job in the calling (child) process, with the program its compile step made (else the backend
 // compiles it): the encoded FailureSignature.
-std::string run_job(const CheckJob& job, const CheckOptions& opts, const GraphProgram& program) {
+std::string run_job(const CheckJob& job, const FailureOracle& oracle, const GraphProgram& program) {
   AppliedConfig config(job.config);
   manual_seed(job.random_seed);
   std::vector<Tensor> outs;
   try {
-    outs = program ? program(graph::copy_inputs(*job.inputs))
-                   : find_backend(opts.backend)(*job.graph, graph::copy_inputs(*job.inputs));
+    outs = oracle.run(*job.graph, program, graph::copy_inputs(*job.inputs));
   } catch (const Error& e) {
     return encode_failure(failure_of_exception(e));
   }
-  CompareOptions co;
-  co.tol = opts.tolerance;
-  CompareVerdict v = compare_outputs(*job.eager, outs, *job.reference, co);
-  return encode_failure(v.ok ? FailureSignature{} : FailureSignature{FailureKind::Accuracy, v.str()});
+  return encode_failure(oracle.compare(*job.graph, outs, ComparisonBaselines{*job.eager, *job.reference}));
 }
 
 }  // namespace
 
 int batch_size(const CheckOptions& opts) {
   if (opts.batch > 0) return opts.batch;
-  return find_backend_compiler(opts.backend) ? 8 : 64;
+  return oracle_of(opts).has_compile_step() ? 8 : 64;
 }
 
 namespace {
@@ -76,22 +84,23 @@ namespace {
 // generous compile limit, isolate.h), then runs them (the timed step): the verdicts, separated.
 std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts, size_t start, size_t end) {
   quiet_child();
+  const FailureOracle oracle = oracle_of(opts);
   std::string out;
   // The runs call the programs the compile step made: each graph compiles once, also where the backend bypasses
   // its graph cache (under KILN_BISECT_*, core/bisect.h).
   std::vector<GraphProgram> programs(end - start);
   compile_step_then_run([&] {
-    if (const BackendCompileFn* compile = find_backend_compiler(opts.backend))
+    if (oracle.has_compile_step())
       for (size_t i = start; i < end; ++i) {
         AppliedConfig config(jobs[i].config);
         try {
-          programs[i - start] = (*compile)(*jobs[i].graph);
+          programs[i - start] = oracle.compile(*jobs[i].graph);
         } catch (const Error&) {  // a compile error shows again when the job runs (the backend compiles it)
         }
       }
   }, [&] {
     isolated_run_starts();
-    for (size_t i = start; i < end; ++i) out += run_job(jobs[i], opts, programs[i - start]) + kSeparator;
+    for (size_t i = start; i < end; ++i) out += run_job(jobs[i], oracle, programs[i - start]) + kSeparator;
   });
   return out;
 }
@@ -99,7 +108,7 @@ std::string run_jobs(const std::vector<CheckJob>& jobs, const CheckOptions& opts
 }  // namespace
 
 std::vector<FailureSignature> check_isolated(const std::vector<CheckJob>& jobs, const CheckOptions& opts) {
-  find_backend(opts.backend);  // an unknown backend is the caller's error, not a finding
+  oracle_of(opts);  // an unknown backend (or a bad tolerance or time limit) is the caller's error, not a finding
   std::vector<std::function<std::string()>> bodies;
   std::vector<std::pair<size_t, size_t>> ranges;
   const size_t batch = size_t(batch_size(opts));

@@ -17,6 +17,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 
 namespace {

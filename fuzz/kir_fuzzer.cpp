@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "graph/text.h"
+#include "graph/verify.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

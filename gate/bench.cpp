@@ -23,6 +23,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "kiln_version.h"
 #include "ops/api.h"
 #include "core/escape.h"

@@ -17,6 +17,7 @@
 #include "eager/philox.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 #include "repro/isolate.h"
 #include "repro/oracle.h"

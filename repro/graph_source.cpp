@@ -7,6 +7,7 @@
 #include "core/seed.h"
 #include "graph/inputs.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "repro/reproduce.h"
 
 namespace kiln {

@@ -56,16 +56,25 @@ std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g
     // only the run counts against the time limit (docs/minifier.md, Time limits).
     // The run calls the compile step's program: the graph compiles once even where the backend bypasses its
     // graph cache (under KILN_BISECT_*), and KILN_BISECT_LIMIT counts the applications of that one compile.
-    const BackendCompileFn* compile = find_backend_compiler(opts_.backend);
     GraphProgram program;
-    compile_step_then_run([&] { if (compile) program = (*compile)(g); }, [&] {
+    compile_step_then_run([&] { program = compile(g); }, [&] {
       isolated_run_starts();
-      if (!compile_only) outs = program ? program(inputs) : find_backend(opts_.backend)(g, inputs);
+      if (!compile_only) outs = run(g, program, inputs);
     });
   } catch (const std::exception& e) {
     return failure_of_exception(e);
   }
   return std::nullopt;
+}
+
+GraphProgram FailureOracle::compile(const graph::Graph& g) const {
+  const BackendCompileFn* step = find_backend_compiler(opts_.backend);
+  return step ? (*step)(g) : GraphProgram();
+}
+
+std::vector<Tensor> FailureOracle::run(const graph::Graph& g, const GraphProgram& program,
+                                       const std::vector<Tensor>& inputs) const {
+  return program ? program(inputs) : find_backend(opts_.backend)(g, inputs);
 }
 
 FailureSignature FailureOracle::compare(const graph::Graph& g, const std::vector<Tensor>& outs,

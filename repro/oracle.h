@@ -1,8 +1,8 @@
 // The oracle every tool asks "does this graph, with these inputs, still fail, and how?" (decision 8): the
 // graph runs on a backend in a forked child (isolate.h: a crash or hang is an answer) and is judged against
 // the reference interpreter's baselines (eager at the graph's own dtypes and fp64) through the one comparator
-// (graph/compare.h). `kiln repro run`, the
-// minifier's candidates, gating, and the coming bisector and fuzzer all classify through it.
+// (graph/compare.h). `kiln repro run`, the minifier's candidates, gating, the bisector and the fuzzer all
+// classify through it.
 //
 //   FailureOracle oracle({.backend = "inductor", .tolerance = 1e-4, .timeout_s = 10});
 //   FailureSignature f = oracle.classify(g, inputs);         // none, compile_error, ..., accuracy
@@ -14,8 +14,8 @@
 // invalid.
 //
 // Callers that fork their own children (the minifier judges many candidates at once, against recorded
-// reference values) use the building blocks: run_backend and compare in the child, classify(IsolatedResult)
-// (failure.h) in the parent.
+// reference values; `kiln fuzz` checks batches of graphs a child) use the building blocks: run_backend (or its
+// two halves, compile and run) and compare in the child, classify(IsolatedResult) (failure.h) in the parent.
 //
 // With `gradients` (a graph with inputs marked `grad`, judged as it is trained: repro/training.h) every building
 // block works on what a user of the gradients sees: the baselines and the backend's run are the outputs then one
@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "api/backends.h"
 #include "eager/philox.h"
 #include "graph/compare.h"
 #include "graph/graph.h"
@@ -70,6 +71,12 @@ class FailureOracle {
   // its call, outputs then gradients). Returns the failure of a thrown error, or nothing.
   std::optional<FailureSignature> run_backend(const graph::Graph& g, const std::vector<Tensor>& inputs,
                                               bool compile_only, std::vector<Tensor>& outs) const;
+  // run_backend's two halves, forward outputs only, for a child that compiles several graphs in its setup step
+  // before it runs them (fuzz/check.cpp): the compile step's program (empty where the backend has none), and
+  // `g` run on `inputs` through `program` (empty: the backend compiles `g` in the call). Both throw what the
+  // backend throws; neither touches the random generator.
+  GraphProgram compile(const graph::Graph& g) const;
+  std::vector<Tensor> run(const graph::Graph& g, const GraphProgram& program, const std::vector<Tensor>& inputs) const;
   // The comparator's verdict on `outs` of `g` against the baselines of the same outputs: None or Accuracy
   // (with `gradients`, a wrong gradient is named: "output 2 is the gradient of %w").
   FailureSignature compare(const graph::Graph& g, const std::vector<Tensor>& outs,

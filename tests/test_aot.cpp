@@ -15,6 +15,7 @@
 #include "graph/compare.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "op_samples.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"

@@ -12,6 +12,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "op_samples.h"
 
 using namespace kiln;

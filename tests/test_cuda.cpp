@@ -23,6 +23,7 @@
 #include "graph/text.h"
 #include "inductor/compile.h"
 #include "inductor/lowering_probe.h"
+#include "op_harness.h"
 #include "op_samples.h"
 #include "random_graphs.h"
 #include "ops/api.h"
@@ -56,11 +57,6 @@ graph::Graph example(const std::string& name) {
 
 // ---------------------------------------------------------------- without a GPU
 
-struct OpRow {
-  std::string name;
-};
-void PrintTo(const OpRow& r, std::ostream* os) { *os << r.name; }
-
 std::vector<OpRow> lowered_ops() {
   std::vector<OpRow> rows;
   for (const OpInfo& op : all_ops())
@@ -91,8 +87,7 @@ TEST_P(CudaOpCompiles, EveryKernelCompilesWithNvrtc) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, CudaOpCompiles, ::testing::ValuesIn(lowered_ops()),
-                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Ops, CudaOpCompiles, ::testing::ValuesIn(lowered_ops()), op_row_name);
 
 TEST(CudaCodegen, ExamplesAndEveryDtypeCompile) {
   for (const char* name : {"mlp", "softmax", "layernorm", "attention", "conv_block", "chain100"}) {
@@ -293,73 +288,20 @@ TEST(CudaBuild, UnknownDeviceIsAClearError) {
 
 // ---------------------------------------------------------------- on a GPU
 
-std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(t.defined() ? clone(t).detach() : t);
-  return out;
-}
-
 CompareVerdict gpu_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs, bool fuse = true) {
-  manual_seed(7);
-  std::vector<Tensor> expected = graph::run_graph(g, clones(inputs));
-  graph::InterpretOptions fp64;
-  fp64.fp64 = true;
-  manual_seed(7);
-  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
-  std::shared_ptr<CompiledGraph> c = compile(g, cuda_options(fuse));
-  manual_seed(7);
-  std::vector<Tensor> actual = (*c)(clones(inputs));
-  return compare_outputs(expected, actual, reference);
-}
-
-std::map<std::string, rc::Gen<OpSample>> all_samples() {
-  auto all = differentiable_op_samples();
-  for (auto& [name, gen] : non_differentiable_op_samples()) all.emplace(name, gen);
-  return all;
-}
-const std::map<std::string, rc::Gen<OpSample>>& samples() {
-  static const auto s = all_samples();
-  return s;
-}
-std::vector<OpRow> sampled_ops() {
-  std::vector<OpRow> rows;
-  for (const auto& [name, gen] : samples()) rows.push_back({name});
-  return rows;
+  return compiled_vs_interpreter(g, inputs, cuda_options(fuse));
 }
 
 class CudaGpuOp : public ::testing::TestWithParam<OpRow> {};
 
+// The per-op harness (op_harness.h) on the CUDA backend.
 TEST_P(CudaGpuOp, CompiledOnTheGpuEqualsTheInterpreter) {
   SKIP_WITHOUT_GPU();
-  const std::string& name = GetParam().name;
-  const OpInfo* op = find_op(name);
-  ASSERT_NE(op, nullptr);
-  const rc::Gen<OpSample>& gen = samples().at(name);
-  for (DType dt : {DType::F32, DType::F16, DType::BF16, DType::I32}) {
-    check_property(fmt::format("CudaGpuOp/{}/{}", name, dtype_name(dt)), [&] {
-      OpSample sample = *gen;
-      RC_PRE(!sample.shape_depends_on_data);
-      graph::Graph g;
-      std::vector<Tensor> inputs;
-      try {
-        std::tie(g, inputs) = one_node_graph(*op, sample, dt);
-        manual_seed(7);
-        graph::run_graph(g, clones(inputs));
-      } catch (const Error&) {
-        // Most float ops refuse integer tensors outright: a refused i32 sample passes vacuously (discarding it
-        // would make RapidCheck give up on those ops); the i32 samples an op accepts are checked.
-        if (dt == DType::I32) RC_SUCCEED("the op does not accept this sample in i32");
-        RC_DISCARD("the op does not accept this sample in this dtype");
-      }
-      CompareVerdict v = gpu_vs_interpreter(g, inputs);
-      if (!v.ok) RC_FAIL(v.str() + "\n" + graph::print_graph(g));
-    }, 4);
-  }
+  check_op_compiled_equals_interpreter(
+      GetParam().name, {"CudaGpuOp", cuda_options(), {DType::F32, DType::F16, DType::BF16, DType::I32}, 4});
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, CudaGpuOp, ::testing::ValuesIn(sampled_ops()),
-                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Ops, CudaGpuOp, ::testing::ValuesIn(sampled_op_rows()), op_row_name);
 
 TEST(CudaGpu, ExamplesFusedAndUnfusedEqualTheInterpreter) {
   SKIP_WITHOUT_GPU();

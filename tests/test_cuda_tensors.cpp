@@ -31,6 +31,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "inductor/compile.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"

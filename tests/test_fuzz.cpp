@@ -11,6 +11,7 @@
 #include "ops/api.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "graph/compare.h"
 #include "op_samples.h"
 

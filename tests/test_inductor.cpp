@@ -30,6 +30,7 @@
 #include "graph/interpreter.h"
 #include "graph/text.h"
 #include "inductor/compile.h"
+#include "op_harness.h"
 #include "op_samples.h"
 #include "random_graphs.h"
 #include "ops/api.h"
@@ -55,27 +56,6 @@ struct CacheDirEnvironment : ::testing::Environment {
   std::filesystem::path dir;
 };
 const auto* const g_env = ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
-
-std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
-  NoGradGuard no_grad;
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(t.defined() ? clone(t).detach() : t);
-  return out;
-}
-
-// Runs `g` compiled and with the interpreter on the same inputs; the comparator's verdict (fp64 reference).
-CompareVerdict compiled_vs_interpreter(const graph::Graph& g, const std::vector<Tensor>& inputs, CompileOptions opts = {}) {
-  manual_seed(7);
-  std::vector<Tensor> expected = graph::run_graph(g, clones(inputs));
-  graph::InterpretOptions fp64;
-  fp64.fp64 = true;
-  manual_seed(7);
-  std::vector<Tensor> reference = graph::run_graph(g, clones(inputs), fp64);
-  std::shared_ptr<CompiledGraph> c = compile(g, opts);
-  manual_seed(7);
-  std::vector<Tensor> actual = (*c)(clones(inputs));
-  return compare_outputs(expected, actual, reference);
-}
 
 graph::Graph example(const std::string& name) {
   return graph::load_graph(std::string(KILN_SOURCE_DIR) + "/examples/" + name + ".kir");
@@ -502,54 +482,15 @@ TEST(Inductor, NonContiguousInputsAreRead) {
 
 // ---------------------------------------------------------------- every op of the table
 
-struct OpRow {
-  std::string name;
-};
-void PrintTo(const OpRow& r, std::ostream* os) { *os << r.name; }
-
-std::map<std::string, rc::Gen<OpSample>> all_samples() {
-  auto all = differentiable_op_samples();
-  for (auto& [name, gen] : non_differentiable_op_samples()) all.emplace(name, gen);
-  return all;
-}
-const std::map<std::string, rc::Gen<OpSample>>& samples() {
-  static const auto s = all_samples();
-  return s;
-}
-std::vector<OpRow> op_rows() {
-  std::vector<OpRow> rows;
-  for (const auto& [name, gen] : samples()) rows.push_back({name});
-  return rows;
-}
-
 class InductorOp : public ::testing::TestWithParam<OpRow> {};
 
+// The per-op harness (op_harness.h) on the CPU backend.
 TEST_P(InductorOp, CompiledEqualsInterpreter) {
-  const std::string& name = GetParam().name;
-  const OpInfo* op = find_op(name);
-  ASSERT_NE(op, nullptr);
-  const rc::Gen<OpSample>& gen = samples().at(name);
-  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
-    check_property(fmt::format("InductorOp/{}/{}", name, dtype_name(dt)), [&] {
-      OpSample sample = *gen;
-      RC_PRE(!sample.shape_depends_on_data);
-      graph::Graph g;
-      std::vector<Tensor> inputs;
-      try {
-        std::tie(g, inputs) = one_node_graph(*op, sample, dt);
-        manual_seed(7);
-        graph::run_graph(g, clones(inputs));
-      } catch (const Error&) {
-        RC_DISCARD("the op does not accept this sample in this dtype");
-      }
-      CompareVerdict v = compiled_vs_interpreter(g, inputs);
-      if (!v.ok) RC_FAIL(v.str() + "\n" + graph::print_graph(g));
-    }, 6);
-  }
+  check_op_compiled_equals_interpreter(GetParam().name,
+                                       {"InductorOp", CompileOptions{}, {DType::F32, DType::BF16, DType::F64}, 6});
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, InductorOp, ::testing::ValuesIn(op_rows()),
-                         [](const ::testing::TestParamInfo<OpRow>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(Ops, InductorOp, ::testing::ValuesIn(sampled_op_rows()), op_row_name);
 
 // ---------------------------------------------------------------- random graphs
 

@@ -15,6 +15,7 @@
 
 #include "eager/npy.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 
 namespace kiln::graph {

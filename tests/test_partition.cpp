@@ -16,6 +16,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 
 using namespace kiln;

@@ -14,6 +14,7 @@
 #include "graph/interpreter.h"
 #include "graph/passes.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 
 using namespace kiln;

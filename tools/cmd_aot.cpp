@@ -9,6 +9,7 @@
 #include "api/backends.h"
 #include "core/files.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "tools/cli_checks.h"
 
 namespace kiln::cli {

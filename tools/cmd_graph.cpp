@@ -19,6 +19,7 @@
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "inductor/compile_options.h"
 #include "minifier/emit.h"
 #include "ops/api.h"

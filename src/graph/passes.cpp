@@ -16,6 +16,7 @@
 #include "graph/rewrite.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
+#include "graph/verify.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 

@@ -1,5 +1,6 @@
 // The .kir text format: printing and parsing graphs (decision 2). parse_graph(print_graph(g)) == g for every
-// graph. The grammar is documented in docs/kir-format.md.
+// graph. The grammar is documented in docs/kir-format.md. The printer is print.cpp, the lexer lexer.h, the
+// parser parse.cpp, `kiln fmt`'s comment keeping print_keeping_comments.cpp; the verifier is graph/verify.h.
 #pragma once
 #include <string>
 #include <string_view>
@@ -20,7 +21,7 @@ std::string print_graph(const Graph& g, const PrintOptions& opts = {});
 // Parses .kir text. `filename` is used in error messages ("file:line:col: what is wrong; what to do") and to
 // resolve relative .npy references. Throws kiln::Error on any malformed input; never crashes. Each node gets the
 // verifier's node check (argument binding and shape inference, once per node) as it is read, and written result
-// types must match it, so the returned graph passes verify_graph without verifying it again.
+// types must match it, so the returned graph passes verify_graph (graph/verify.h) without verifying it again.
 Graph parse_graph(std::string_view text, const std::string& filename = "<input>");
 Graph load_graph(const std::string& path);  // reads and parses a file (a regular file within kMaxTextFileBytes)
 // `g` (parsed from `source`, unchanged since) in canonical form with the source's comments kept: a comment on a
@@ -29,10 +30,5 @@ Graph load_graph(const std::string& path);  // reads and parses a file (a regula
 std::string print_graph_keeping_comments(const Graph& g, std::string_view source, const std::string& filename);
 // Writes atomically (core/files.h: write_file_atomic).
 void save_graph(const Graph& g, const std::string& path, const PrintOptions& opts = {});
-
-// Re-infers every node's output metas from the op table and checks them against the recorded ones, plus
-// structural invariants (defined before use, unique names, outputs defined). Throws kiln::Error naming the
-// first inconsistency with its file:line:col, the op, and expected vs found.
-void verify_graph(const Graph& g, const std::string& filename = "<graph>");
 
 }  // namespace kiln::graph

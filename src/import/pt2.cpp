@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/size_math.h"
-#include "graph/text.h"
+#include "graph/verify.h"
 #include "import/aten_ops.h"
 #include "import/zip_reader.h"
 #include "ops/common.h"

@@ -1,7 +1,7 @@
 // The Backend interface: what the target-neutral inductor asks of a code generator. A backend describes its
 // Target, adds the placement passes only it wants (the CPU's streaming stores and deferred row writes), and
 // compiles a scheduled program's kernels into launchable code. The CPU backend (src/backends/cpu/backend.cpp)
-// implements it with LLVM and ORC; a CUDA backend will implement it with CUDA C and NVRTC.
+// implements it with LLVM and ORC; the CUDA backend (src/backends/cuda/backend.cpp) with CUDA C and NVRTC.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -8,7 +8,7 @@ namespace kiln {
 
 struct CompileOptions {
   // For the repro hook (compile.h): the stage this compile serves (KILN_REPRO_AFTER's `backend`: the graph as
-  // handed to a backend; AOT will pass `aot`) and the backend name recorded in a repro.
+  // handed to a backend; AOT's forward and backward compiles pass `aot`) and the backend name recorded in a repro.
   std::string repro_stage = "backend";
   std::string backend = "inductor";
   // The device the program's kernels are generated for: "cpu" (the host backend) or "cuda" (docs/cuda.md).

@@ -1,5 +1,5 @@
 // The loop-IR verifier: checks a schedule against the invariants the passes after it and the backends rely on,
-// as the graph verifier (graph/text.h verify_graph) checks graphs. The pipeline (compile.cpp) runs it after every schedule
+// as the graph verifier (graph/verify.h) checks graphs. The pipeline (compile.cpp) runs it after every schedule
 // pass when it is enabled: KILN_VERIFY (`auto`: builds without NDEBUG), and always in the test binary. A broken
 // schedule is a compiler bug: the pipeline reports it as an internal error naming the pass that broke it.
 #pragma once

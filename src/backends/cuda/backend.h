@@ -4,8 +4,8 @@
 //
 // Kernels run on the host program's buffers by staging (docs/cuda.md): each launch copies the spans of its
 // arguments to the GPU, runs and copies the written ones back, so every tool (kiln run, the comparator, the
-// minifier) already works with compiled GPU kernels; device tensors that avoid the copies come next.
-// `launch_on_device` runs a kernel on device pointers (benchmarks, and the device-tensor path to come). In mode
+// minifier) works with compiled GPU kernels; inputs that are CUDA tensors skip the staging (device_program.h).
+// `launch_on_device` runs a kernel on device pointers (benchmarks, and the device-tensor path). In mode
 // max-autotune each kernel's first launch times its candidate launch shapes (autotune.h) and later launches use the
 // one kept.
 #pragma once
