@@ -116,7 +116,7 @@ struct OpRow {
 };
 std::vector<OpRow> differentiable_rows() {
   std::vector<OpRow> rows;
-#define KILN_OP(id, family, kind, flags, schema) \
+#define KILN_OP(id, family, kind, flags, schema, ...) \
   if (std::string_view(#flags) == "D") rows.push_back({#id});
 #include "ops/ops.def"
 #undef KILN_OP

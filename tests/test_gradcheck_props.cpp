@@ -31,7 +31,7 @@ struct OpRow {
 // The rows of ops.def, read at compile time (no op-table lookups during static initialisation).
 std::vector<OpRow> op_rows(bool differentiable_only) {
   std::vector<OpRow> rows = {
-#define KILN_OP(id, family, kind, flags, schema) {#id, std::string_view(#flags) == "D"},
+#define KILN_OP(id, family, kind, flags, schema, ...) {#id, std::string_view(#flags) == "D"},
 #include "ops/ops.def"
 #undef KILN_OP
   };

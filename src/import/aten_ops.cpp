@@ -1,4 +1,5 @@
-// The ATen -> kiln table (aten_ops.h): AtenNode's argument conversion, then one row per ATen overload.
+// The ATen -> kiln table (aten_ops.h): AtenNode's argument conversion, then the rows: the one-to-one ones
+// generated from ops.def's `aten` column, and by hand the ones that differ, one per ATen overload.
 #include "import/aten_ops.h"
 
 #include <fmt/format.h>
@@ -204,7 +205,7 @@ namespace {
 using Rows = std::map<std::string, AtenRow, std::less<>>;
 
 AtenRow same(std::string op, std::map<std::string, std::string> renames = {}, std::vector<std::string> ignored = {}) {
-  return {[=](AtenNode& n) { return n.forward(op, renames, ignored); }};
+  return {[=](AtenNode& n) { return n.forward(op, renames, ignored); }, false, op, renames, ignored};
 }
 
 // Arguments that only say how PyTorch lays out or places a result (kiln's values are contiguous CPU tensors).
@@ -220,46 +221,35 @@ std::vector<int64_t> last_dims(size_t k) {
   return dims;
 }
 
-void add_pointwise(Rows& r) {
-  for (const char* op : {"abs", "neg", "exp", "exp2", "log", "log2", "log1p", "expm1", "sqrt", "rsqrt", "sin",
-                         "cos", "tan", "tanh", "asin", "acos", "atan", "sinh", "cosh", "sigmoid", "relu", "erf",
-                         "floor", "ceil", "trunc", "sign", "reciprocal", "logical_not", "isnan", "isinf", "silu",
-                         "gelu", "maximum", "minimum", "atan2", "logical_and", "logical_or", "logical_xor", "where",
-                         "clamp", "addcmul"})
-    r[std::string(op) + ".default"] = same(op);
-  r["where.self"] = same("where");
-  r["round.default"] = same("round");
-  r["round.decimals"] = same("round");
-  r["lerp.Tensor"] = same("lerp");
-  r["lerp.Scalar"] = same("lerp");
-  for (const char* op : {"add", "sub", "mul", "div", "remainder", "eq", "ne", "lt", "le", "gt", "ge"}) {
-    r[std::string(op) + ".Tensor"] = same(op);
-    r[std::string(op) + ".Scalar"] = same(op);
+// The one-to-one rows, generated from ops.def: each overload in a row's `aten` column maps onto that kiln op
+// with every argument under its own name. The rows below them in this file are the ones that differ (another
+// ATen name, renamed or dropped arguments, or code); an overload both generated and written by hand is a table
+// error, so each row has one owner.
+void add_one_to_one(Rows& r) {
+  struct OpRow {
+    std::string_view op, overloads;
+  };
+  static constexpr OpRow kOpRows[] = {
+#define KILN_OP(id, family, kind, flags, schema, aten, ...) {#id, aten},
+#include "ops/ops.def"
+#undef KILN_OP
+  };
+  for (const OpRow& row : kOpRows) {
+    for (std::string_view rest = row.overloads; !rest.empty();) {
+      const size_t space = rest.find(' ');
+      const std::string_view overload = rest.substr(0, space);
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+      if (overload.empty()) continue;
+      const std::string key = fmt::format("{}.{}", row.op, overload);
+      KILN_ASSERT(r.emplace(key, same(std::string(row.op))).second,
+                  "kiln import: aten.{} is both in ops.def's aten column of {} and written by hand in aten_ops.cpp",
+                  key, row.op);
+    }
   }
-  r["div.Tensor_mode"] = same("div");
-  r["div.Scalar_mode"] = same("div");
-  for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
-    r[std::string(op) + ".Tensor"] = same(op);
-    r[std::string(op) + ".Scalar"] = same(op);
-  }
-  r["pow.Tensor_Tensor"] = same("pow");
-  r["pow.Tensor_Scalar"] = same("pow");
 }
 
 void add_reductions(Rows& r) {
-  for (const char* op : {"sum", "mean"}) {
-    r[std::string(op) + ".dim_IntList"] = same(op);
-    r[std::string(op) + ".default"] = same(op);
-  }
-  r["mean.dim"] = same("mean");
-  r["prod.dim_int"] = same("prod");
-  r["prod.default"] = same("prod");
-  for (const char* op : {"amax", "amin", "argmax", "argmin", "logsumexp"}) r[std::string(op) + ".default"] = same(op);
-  r["var.correction"] = same("var");
-  r["std.correction"] = same("std");
   for (const char* op : {"any", "all"}) {
-    r[std::string(op) + ".default"] = same(op);
-    r[std::string(op) + ".dims"] = same(op);
     r[std::string(op) + ".dim"] = {[op](AtenNode& n) {
       return std::vector<ValueId>{n.emit1(op, {{"self", n.tensor("self")}, {"dim", IntList{n.int_or("dim", 0)}},
                                                {"keepdim", Scalar(n.bool_or("keepdim", false))}})};
@@ -268,11 +258,7 @@ void add_reductions(Rows& r) {
 }
 
 void add_shapes(Rows& r) {
-  r["view.default"] = same("view");
   r["_unsafe_view.default"] = same("view");
-  r["reshape.default"] = same("reshape");
-  r["permute.default"] = same("permute");
-  r["transpose.int"] = same("transpose");
   r["t.default"] = {[](AtenNode& n) {
     return std::vector<ValueId>{n.emit1("transpose", {{"self", n.tensor("self")}, {"dim0", Scalar(int64_t(0))},
                                                       {"dim1", Scalar(int64_t(-1))}})};
@@ -281,20 +267,9 @@ void add_shapes(Rows& r) {
     require(n, !n.bool_or("implicit", false), "implicit=True is not supported");
     return n.forward("expand", {}, {"implicit"});
   }};
-  r["slice.Tensor"] = same("slice");
-  r["select.int"] = same("select");
-  r["squeeze.dims"] = same("squeeze");
-  r["squeeze.default"] = same("squeeze");
   r["squeeze.dim"] = {[](AtenNode& n) {
     return std::vector<ValueId>{n.emit1("squeeze", {{"self", n.tensor("self")}, {"dim", IntList{n.int_or("dim", 0)}}})};
   }};
-  r["unsqueeze.default"] = same("unsqueeze");
-  r["as_strided.default"] = same("as_strided");
-  r["diagonal.default"] = same("diagonal");
-  r["narrow.default"] = same("narrow");
-  r["flatten.using_ints"] = same("flatten");
-  r["split.Tensor"] = same("split");
-  r["chunk.default"] = same("chunk");
   r["split_with_sizes.default"] = {[](AtenNode& n) {
     std::vector<ValueId> out;
     int64_t start = 0, dim = n.int_or("dim", 0);
@@ -314,13 +289,6 @@ void add_shapes(Rows& r) {
     return n.forward("to", {}, kPlacement);
   }};
   r["to.dtype"] = same("to", {}, {"non_blocking", "copy", "memory_format"});
-  r["cat.default"] = same("cat");
-  r["stack.default"] = same("stack");
-  r["repeat.default"] = same("repeat");
-  r["flip.default"] = same("flip");
-  r["roll.default"] = same("roll");
-  r["tril.default"] = same("tril");
-  r["triu.default"] = same("triu");
   r["constant_pad_nd.default"] = {[](AtenNode& n) {
     std::vector<std::pair<std::string, Arg>> args = {{"self", n.tensor("self")}, {"pad", IntList(n.ints_or("pad", {}))},
                                                      {"mode", std::string("constant")}};
@@ -334,12 +302,7 @@ void add_shapes(Rows& r) {
 }
 
 void add_indexing_and_creation(Rows& r) {
-  r["index_select.default"] = same("index_select");
   r["gather.default"] = same("gather", {}, {"sparse_grad"});
-  r["scatter.src"] = same("scatter");
-  r["scatter_add.default"] = same("scatter_add");
-  r["index.Tensor"] = same("index");
-  r["index_put.default"] = same("index_put");
   r["embedding.default"] = {[](AtenNode& n) {
     require(n, !n.bool_or("sparse", false), "sparse=True is not supported");
     return n.forward("embedding", {}, {"scale_grad_by_freq", "sparse"});  // both only change the gradient
@@ -362,13 +325,6 @@ void add_indexing_and_creation(Rows& r) {
 }
 
 void add_nn(Rows& r) {
-  r["mm.default"] = same("mm");
-  r["bmm.default"] = same("bmm");
-  r["addmm.default"] = same("addmm");
-  r["matmul.default"] = same("matmul");
-  r["linear.default"] = same("linear");
-  r["softmax.int"] = same("softmax");
-  r["log_softmax.int"] = same("log_softmax");
   for (const char* op : {"_softmax", "_log_softmax"}) {
     r[std::string(op) + ".default"] = {[op](AtenNode& n) {
       require(n, !n.bool_or("half_to_float", false), "half_to_float=True is not supported");
@@ -376,7 +332,6 @@ void add_nn(Rows& r) {
     }};
   }
   r["layer_norm.default"] = same("layer_norm", {}, {"cudnn_enable"});
-  r["rms_norm.default"] = same("rms_norm");
   r["native_layer_norm.default"] = {[](AtenNode& n) {
     // (out, mean, rstd); the statistics over the normalized dims, kept as size-1 dims, as ATen returns them.
     std::vector<int64_t> normalized = n.ints_or("normalized_shape", {});
@@ -402,15 +357,9 @@ void add_nn(Rows& r) {
                                          {"eps", n.convert("eps", n.arg("eps"), number)}});
     return std::vector<ValueId>{out, graph::kNoValue, graph::kNoValue};
   }};
-  r["dropout.default"] = same("dropout");
-  r["conv2d.default"] = same("conv2d");
-  r["convolution.default"] = same("convolution");
-  r["max_pool2d.default"] = same("max_pool2d");
   r["max_pool2d_with_indices.default"] = {[](AtenNode& n) {
     return std::vector<ValueId>{n.forward("max_pool2d").at(0), graph::kNoValue};  // the indices: not computed
   }};
-  r["avg_pool2d.default"] = same("avg_pool2d");
-  r["mse_loss.default"] = same("mse_loss");
 }
 
 
@@ -445,7 +394,6 @@ void add_core_creation(Rows& r) {
     return std::vector<ValueId>{n.emit1("full", args)};
   }};
   r["fill.Scalar"] = same("full_like", {{"value", "fill_value"}});
-  r["pow.Scalar"] = same("pow");
 }
 
 // Pointwise Core ATen ops written with kiln's pointwise ops (`--decompose core`).
@@ -597,7 +545,6 @@ std::vector<std::pair<std::string, Arg>> upsample_args(AtenNode& n) {
 
 // sort, topk (values, indices) as argsort and gather; topk keeps the first k of the sorted order.
 void add_sorts(Rows& r) {
-  r["cumsum.default"] = same("cumsum");
   for (const char* op : {"sort.default", "sort.stable"})
     r[op] = {[](AtenNode& n) {
       const Arg self = n.tensor("self");
@@ -622,8 +569,6 @@ void add_sorts(Rows& r) {
     ValueId values = n.emit1("gather", {{"self", self}, {"dim", Scalar(dim)}, {"index", as_arg(indices)}});
     return std::vector<ValueId>{values, indices};
   }, true};
-  r["upsample_nearest2d.default"] = same("upsample_nearest2d");
-  r["upsample_bilinear2d.default"] = same("upsample_bilinear2d");
   r["upsample_nearest2d.vec"] = {[](AtenNode& n) {
     return std::vector<ValueId>{n.emit1("upsample_nearest2d", upsample_args(n))};
   }};
@@ -706,7 +651,6 @@ void add_core_copies_and_norms(Rows& r) {
 const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
   static const Rows rows = [] {
     Rows r;
-    add_pointwise(r);
     add_reductions(r);
     add_shapes(r);
     add_indexing_and_creation(r);
@@ -718,6 +662,7 @@ const std::map<std::string, AtenRow, std::less<>>& aten_rows() {
     add_convolutions(r);
     add_sorts(r);
     add_core_aten_gaps(r);
+    add_one_to_one(r);  // last: it refuses an overload that a hand row above already maps
     return r;
   }();
   return rows;

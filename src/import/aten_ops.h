@@ -55,9 +55,14 @@ class AtenNode {
 
 // A row: maps one node to kiln values, one per ATen output (graph::kNoValue for an output it does not
 // compute; using such an output is an error). `decomposes`: it needs several kiln ops (`--decompose core`).
+// A row that passes every argument on to one kiln op (AtenNode::forward) says so in `forwards_to`, with the
+// arguments it renames or drops; for a row written as code it is empty. Tests read these.
 struct AtenRow {
   std::function<std::vector<graph::ValueId>(AtenNode&)> map;
   bool decomposes = false;
+  std::string forwards_to{};
+  std::map<std::string, std::string> renames{};
+  std::vector<std::string> ignored{};
 };
 // kiln's dtype for torch.export's ScalarType number (schema.py), if kiln has one.
 std::optional<DType> dtype_from_serialized(int64_t scalar_type);

@@ -12,7 +12,7 @@
 namespace kiln {
 
 enum class OpId : uint16_t {
-#define KILN_OP(id, family, kind, flags, schema) id,
+#define KILN_OP(id, family, kind, flags, schema, ...) id,
 #include "ops/ops.def"
 #undef KILN_OP
   NumOps

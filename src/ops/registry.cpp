@@ -256,7 +256,7 @@ OpKind kind_of(std::string_view k) {
 
 void build_table() {
   auto& table = table_storage();
-#define KILN_OP(ID, FAMILY, KIND, FLAGS, SCHEMA)                                              \
+#define KILN_OP(ID, FAMILY, KIND, FLAGS, SCHEMA, ...)                                         \
   {                                                                                           \
     OpInfo info;                                                                              \
     info.id = OpId::ID;                                                                       \

@@ -34,7 +34,7 @@ np = None
 # ops.def and schema parsing (no torch needed)
 # ---------------------------------------------------------------------------------------------------------
 
-_ROW = re.compile(r'^KILN_OP\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*([DN])\s*,\s*"((?:[^"\\]|\\.)*)"\s*\)')
+_ROW = re.compile(r'^KILN_OP\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*([DN])\s*,\s*"((?:[^"\\]|\\.)*)"\s*[,)]')
 
 
 @dataclass
