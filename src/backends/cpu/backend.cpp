@@ -139,11 +139,21 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
 
 }  // namespace kiln::cpu
 
-namespace kiln::inductor {
+namespace kiln::cpu {
 
-const Backend& host_backend() {
-  static const cpu::CpuBackend backend;
+const inductor::Backend& host_backend() {
+  static const CpuBackend backend;
   return backend;
 }
 
-}  // namespace kiln::inductor
+}  // namespace kiln::cpu
+
+// Registered at static initialisation as device "cpu"; CMakeLists.txt keeps this file linked through the anchor.
+extern "C" const int kiln_cpu_link_anchor = 0;
+
+namespace {
+const bool registered = [] {
+  kiln::inductor::register_device_backend("cpu", &kiln::cpu::host_backend());
+  return true;
+}();
+}  // namespace
