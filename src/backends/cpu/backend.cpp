@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
+#include "inductor/schedule_queries.h"
 
 namespace kiln::cpu {
 
@@ -107,7 +108,8 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
   auto out = std::make_unique<CpuKernels>();
   for (const Kernel& k : s.kernels) {
     CpuKernels::Entry e;
-    const std::string text = print_kernel(k, lg, &e.args);
+    e.args = kernel_args(k, lg);
+    const std::string text = print_kernel(k, lg);
     std::string ir;
     try {
       e.fn = jit.get(text, ctx.target.description, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
