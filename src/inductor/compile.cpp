@@ -95,7 +95,7 @@ CompileContext context_for(const graph::Graph& g, const CompileOptions& options,
   ctx.graph_name = g.name;
   ctx.target = backend.target();
   ctx.options = options;
-  ctx.inject = InjectSpec::from_options();
+  ctx.inject = InjectSpec::for_compiler();
   return ctx;
 }
 
