@@ -96,7 +96,7 @@ TEST(CompileContext, EveryTargetFieldIsPartOfTheKey) {
   unfused.options.fuse = false;
   EXPECT_NE(unfused.key_material(), key);
   inductor::CompileContext injected = base;
-  injected.inject.entries.push_back({"relu", "accuracy"});
+  injected.inject.entries.push_back({"relu", InjectKind::Accuracy});
   EXPECT_NE(injected.key_material(), key);
 }
 
