@@ -10,8 +10,8 @@
 #include "core/escape.h"
 #include "core/bisect.h"
 #include "core/error.h"
+#include "core/inject.h"
 #include "core/options.h"
-#include "inductor/inject.h"
 
 namespace kiln::bisect {
 
@@ -68,7 +68,7 @@ std::vector<std::string> ladder_to(const std::string& backend) {
   // setting only the top backend takes (inject_test's `hang`) makes each of them fail, and the first would be
   // blamed for a bug it does not have. That is bad input, said before any rung runs.
   try {
-    inductor::InjectSpec::from_options();
+    InjectSpec::for_compiler();
   } catch (const Error& e) {
     std::vector<std::string> rejecting;
     for (size_t i = 0; i + 1 < ladder.size(); ++i)

@@ -1,5 +1,5 @@
-// The inject_test backend: KILN_INJECT parsed per call (so tests can change it), faults applied through the
-// interpreter's on_value callback, which sees each node's result right after the node ran.
+// The inject_test backend: KILN_INJECT read per call (so tests can change it; core/inject.h parses it), faults
+// applied through the interpreter's on_value callback, which sees each node's result right after the node ran.
 #include "minifier/inject_backend.h"
 
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include "api/backends.h"
 #include "core/fired.h"
-#include "core/options.h"
+#include "core/inject.h"
 #include "graph/interpreter.h"
 #include "ops/api.h"
 #include "repro/reproduce.h"
@@ -18,27 +18,25 @@ namespace kiln::minify {
 
 namespace {
 
-std::map<OpId, std::string> injected() {
-  note_settings_read();
-  std::map<OpId, std::string> out;
-  for (const std::string& e : opt_list(Opt::Inject)) {
-    size_t c = e.find(':');
-    if (c == std::string::npos) continue;
-    const OpInfo* op = find_op(e.substr(0, c));
-    std::string kind = e.substr(c + 1);
-    if (op && (kind == "compile_error" || kind == "runtime_error" || kind == "crash" || kind == "accuracy" ||
-               kind == "hang"))
-      out[op->id] = kind;
-  }
+// The kinds this backend makes (inject_backend.h); the others are the compiler's.
+bool makes(InjectKind k) {
+  return k == InjectKind::CompileError || k == InjectKind::RuntimeError || k == InjectKind::Crash ||
+         k == InjectKind::Accuracy || k == InjectKind::Hang;
+}
+
+std::map<OpId, InjectKind> injected() {
+  std::map<OpId, InjectKind> out;
+  for (const InjectSpec::Entry& e : InjectSpec::from_options().entries)
+    if (const OpInfo* op = find_op(e.target); op && makes(e.kind)) out[op->id] = e.kind;
   return out;
 }
 
 // The backend's "compilation": a compile_error fault fires here, before anything runs.
-void compile_injected(const graph::Graph& g, const std::map<OpId, std::string>& faults) {
+void compile_injected(const graph::Graph& g, const std::map<OpId, InjectKind>& faults) {
   for (const graph::Node& n : g.nodes()) {
     if (n.kind != graph::NodeKind::Op) continue;
     auto it = faults.find(n.op);
-    if (it != faults.end() && it->second == "compile_error") {
+    if (it != faults.end() && it->second == InjectKind::CompileError) {
       note_injection_fired(n.info().name, "compile_error");
       throw CompileError(fmt::format("{}: injected compile error: the lowering of %{} emits invalid IR "
                                      "(KILN_INJECT={}:compile_error)", n.info().name, g.value(n.outputs[0]).name,
@@ -48,7 +46,7 @@ void compile_injected(const graph::Graph& g, const std::map<OpId, std::string>& 
 }
 
 std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor>& inputs) {
-  std::map<OpId, std::string> faults = injected();
+  std::map<OpId, InjectKind> faults = injected();
   if (faults.empty()) return graph::run_graph(g, inputs);
   compile_injected(g, faults);
   graph::InterpretOptions o;
@@ -59,14 +57,14 @@ std::vector<Tensor> run_injected(const graph::Graph& g, const std::vector<Tensor
     if (n.kind != graph::NodeKind::Op) return;
     auto it = faults.find(n.op);
     if (it == faults.end()) return;
-    note_injection_fired(n.info().name, it->second);
-    if (it->second == "runtime_error")
+    note_injection_fired(n.info().name, inject_kind_name(it->second));
+    if (it->second == InjectKind::RuntimeError)
       fail("{}: injected runtime error in the kernel of %{} (KILN_INJECT={}:runtime_error)", n.info().name,
            g.value(id).name, n.info().name);
-    if (it->second == "crash") ::raise(SIGSEGV);
-    if (it->second == "hang")
+    if (it->second == InjectKind::Crash) ::raise(SIGSEGV);
+    if (it->second == InjectKind::Hang)
       for (;;) ::pause();  // until a signal ends the process (the minifier's time limit, or its death)
-    if (it->second == "accuracy" && is_floating(t.dtype())) add_(t, 1.0);
+    if (it->second == InjectKind::Accuracy && is_floating(t.dtype())) add_(t, 1.0);
   };
   return graph::run_graph(g, inputs, o);
 }

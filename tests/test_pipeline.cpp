@@ -10,6 +10,7 @@
 #include "cli_run.h"
 #include "core/options.h"
 #include "graph/text.h"
+#include "backends/cpu/backend.h"
 #include "inductor/backend.h"
 #include "inductor/compile.h"
 
@@ -75,7 +76,7 @@ TEST_F(CliTest, EveryPassLogsUnderItsOwnName) {
 // The key is derived from the context: every field of the target is part of it.
 TEST(CompileContext, EveryTargetFieldIsPartOfTheKey) {
   inductor::CompileContext base;
-  base.target = inductor::host_backend().target();
+  base.target = kiln::cpu::host_backend().target();
   const std::string key = base.key_material();
   std::vector<std::function<void(inductor::Target&)>> changes = {
       [](inductor::Target& t) { t.backend += "x"; },
@@ -95,7 +96,7 @@ TEST(CompileContext, EveryTargetFieldIsPartOfTheKey) {
   unfused.options.fuse = false;
   EXPECT_NE(unfused.key_material(), key);
   inductor::CompileContext injected = base;
-  injected.inject.entries.push_back({"relu", "accuracy"});
+  injected.inject.entries.push_back({"relu", InjectKind::Accuracy});
   EXPECT_NE(injected.key_material(), key);
 }
 
@@ -119,7 +120,7 @@ TEST(CompileContext, TheGraphCacheKeyFollowsTheTarget) {
 }
 
 TEST(Backend, TheHostBackendIsTheCpuWithItsPlacementPasses) {
-  const inductor::Backend& b = inductor::host_backend();
+  const inductor::Backend& b = kiln::cpu::host_backend();
   EXPECT_EQ(b.name(), "cpu");
   std::vector<std::string> passes;
   for (const inductor::SchedulePass& p : b.placement_passes()) passes.push_back(p.name);

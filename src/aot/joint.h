@@ -19,7 +19,7 @@ struct JointGraph {
 };
 
 struct JointOptions {
-  // Bug injection (KILN_INJECT=<op>:vjp, parsed by inductor/inject.h and handed down by src/api): the VJP of
+  // Bug injection (KILN_INJECT=<op>:vjp, parsed by core/inject.h and handed down by src/api): the VJP of
   // these ops is recorded wrong (1 is added to each gradient it returns), so the tools can be tested against a
   // known wrong gradient.
   std::vector<OpId> wrong_vjp;

@@ -4,9 +4,9 @@
 
 #include "aot/partition_impl.h"
 #include "core/fired.h"
+#include "core/inject.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/options.h"
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
 #include "ops/api.h"
@@ -223,11 +223,8 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
 // computes each floating value it recomputes as value + 1 (each: a single wrong value can vanish from the gradients,
 // as a log-softmax's row max does by the softmax's shift invariance). Nothing changes unless asked for.
 bool wrong_partition_injected(std::string_view partitioner) {
-  note_settings_read();
-  if (partitioner != "min-cut") return false;
-  for (const std::string& e : opt_list(Opt::Inject))
-    if (e == "partition:accuracy") return true;
-  return false;
+  const InjectSpec inject = InjectSpec::from_options();
+  return partitioner == "min-cut" && inject.wants("partition", InjectKind::Accuracy);
 }
 
 void recompute_wrongly(ValueId id, graph::GraphCloner& c) {

@@ -6,6 +6,7 @@
 
 #include "aot/compiled.h"
 #include "core/error.h"
+#include "core/inject.h"
 #include "core/options.h"
 #include "graph/interpreter.h"
 #include "inductor/compile.h"
@@ -36,8 +37,8 @@ bool backend_supports_autograd(const std::string& name) {
 aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage) {
   aot::AotConfig config;
   config.backend = name;
-  for (const inductor::InjectSpec::Entry& e : inductor::InjectSpec::from_options().entries)
-    if (e.kind == "vjp") config.joint.wrong_vjp.push_back(find_op(e.target)->id);
+  for (const InjectSpec::Entry& e : InjectSpec::for_compiler().entries)
+    if (e.kind == InjectKind::Vjp) config.joint.wrong_vjp.push_back(find_op(e.target)->id);
   if (name == "inductor") {
     // PyTorch's inductor partitions with min-cut rematerialisation too.
     config.policy = aot::PartitionPolicy::MinCut;
@@ -57,7 +58,7 @@ aot::AotConfig aot_backend_config(const std::string& name, const std::string& re
     config.policy = aot::PartitionPolicy::MinCut;  // as PyTorch's: the min-cut rematerialisation partitioner
     config.transform_joint = [](const graph::Graph& joint) {
       inductor::CompileContext ctx;
-      ctx.inject = inductor::InjectSpec::from_options();
+      ctx.inject = InjectSpec::for_compiler();
       return inductor::decompose_composites(joint, ctx);
     };
   }

@@ -15,22 +15,26 @@
 namespace kiln {
 namespace {
 
+// Whether a channel's lines come from compiling: a compile served from a cache prints none of them, so while
+// one is on every compile must really happen (inductor/compile.cpp, must_compile_afresh).
+enum class Output : bool { Anytime, FromCompiling };
 struct ChannelRow {
   std::string_view name, help;
+  Output output = Output::Anytime;
 };
 constexpr ChannelRow kChannels[kNumLogChannels] = {
-    {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline"},
-    {"passes", "which pass ran and whether it changed the graph"},
-    {"output_code", "generated code"},
-    {"fusion", "inductor pass fuse: fusion decisions, and why a fusion was refused"},
-    {"bisect", "every decision of the bisection hook should_run()"},
+    {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline", Output::FromCompiling},
+    {"passes", "which pass ran and whether it changed the graph", Output::FromCompiling},
+    {"output_code", "generated code", Output::FromCompiling},
+    {"fusion", "inductor pass fuse: fusion decisions, and why a fusion was refused", Output::FromCompiling},
+    {"bisect", "every decision of the bisection hook should_run()", Output::FromCompiling},
     {"interpreter", "each node the reference interpreter runs"},
     {"cache", "kernel cache hits, misses and evictions"},
-    {"lowering", "inductor lowering decisions: realise or inline, fallbacks to eager kernels, and why"},
-    {"localise", "inductor pass localise: which buffers become kernel-local scratch rows, and why not"},
-    {"stream", "inductor pass stream (CPU): which outputs get streaming stores, and why not"},
-    {"defer", "inductor pass defer (CPU): which last loops write their rows one row late, and why not"},
-    {"memory_plan", "inductor pass plan_memory: which buffers are freed after which step"},
+    {"lowering", "inductor lowering decisions: realise or inline, fallbacks to eager kernels, and why", Output::FromCompiling},
+    {"localise", "inductor pass localise: which buffers become kernel-local scratch rows, and why not", Output::FromCompiling},
+    {"stream", "inductor pass stream (CPU): which outputs get streaming stores, and why not", Output::FromCompiling},
+    {"defer", "inductor pass defer (CPU): which last loops write their rows one row late, and why not", Output::FromCompiling},
+    {"memory_plan", "inductor pass plan_memory: which buffers are freed after which step", Output::FromCompiling},
     {"graph_breaks", "capture: each graph break in a compiled function, its reason and the user's source line"},
     {"recompiles", "capture: each recompile of a compiled function and the guard failure that caused it"},
     {"recompiles_verbose", "capture: each recompile with the failed guard of every cached trace"},
@@ -69,6 +73,12 @@ uint32_t compute_mask() {
 }  // namespace
 
 std::string_view log_channel_name(LogChannel c) { return kChannels[int(c)].name; }
+
+bool compile_logs_enabled() {
+  for (int i = 0; i < kNumLogChannels; ++i)
+    if (kChannels[i].output == Output::FromCompiling && log_enabled(LogChannel(i))) return true;
+  return false;
+}
 std::string_view log_channel_help(LogChannel c) { return kChannels[int(c)].help; }
 
 std::optional<LogChannel> find_log_channel(std::string_view name) {

@@ -43,6 +43,9 @@ std::optional<LogChannel> find_log_channel(std::string_view name);
 
 // Whether KILN_LOGS enables `c` (re-read when the option is overridden).
 bool log_enabled(LogChannel c);
+// Whether KILN_LOGS enables a channel whose lines come from compiling (the channel table in log.cpp says which),
+// which a compile served from a cache would not print.
+bool compile_logs_enabled();
 // Writes "[kiln:<channel>] <message>\n" to stderr (one write, so lines from threads do not interleave).
 void log_line(LogChannel c, std::string_view message);
 

@@ -15,6 +15,7 @@
 
 #include "core/bisect.h"
 #include "core/error.h"
+#include "core/inject.h"
 #include "core/log.h"
 #include "core/seed.h"
 
@@ -55,24 +56,6 @@ std::string bisect_limit_entry(std::string_view e) {
   return "";
 }
 
-OpExists g_op_exists = nullptr;  // set_op_exists_check
-
-constexpr std::string_view kInjectKinds = "compile_error,runtime_error,crash,accuracy,decomposition,hang,vjp";
-
-std::string inject_entry(std::string_view e) {
-  size_t colon = e.find(':');
-  if (colon == std::string_view::npos) return "no ':kind'";
-  std::string_view target = e.substr(0, colon), kind = e.substr(colon + 1);
-  if (target != "fusion" && target != "partition" && (g_op_exists ? !g_op_exists(target) : !is_name(target)))
-    return fmt::format("unknown op '{}' (`kiln ops` lists them)", target);
-  for (size_t start = 0; start <= kInjectKinds.size();) {
-    size_t comma = std::min(kInjectKinds.find(',', start), kInjectKinds.size());
-    if (kInjectKinds.substr(start, comma - start) == kind) return "";
-    start = comma + 1;
-  }
-  return fmt::format("unknown kind '{}'", kind);
-}
-
 // Rows give the validity fields (range, entry form and check) only where they say something; the others keep
 // the struct's defaults.
 #pragma GCC diagnostic push
@@ -96,8 +79,7 @@ const std::vector<OptionSpec> kTable = {
      "Bugs to inject, as op:kind pairs, e.g. `relu:accuracy` (`fusion:accuracy` and `<op>:decomposition` for "
      "the inductor, docs/inductor.md; `<op>:vjp` and `partition:accuracy` (the min-cut partitioner recomputes a value wrongly) for AOT autograd, docs/aot.md; `hang` only in the inject_test backend, "
      "docs/minifier.md). Off when empty.",
-     ReproSettable::Yes, 0, INT64_MAX, "op:kind (kinds: compile_error, runtime_error, crash, accuracy, decomposition, hang, vjp)",
-     inject_entry},
+     ReproSettable::Yes, 0, INT64_MAX, inject_entry_form(), inject_entry_problem},  // core/inject.h
     {Opt::CacheDir, "KILN_CACHE_DIR", OptType::String, "", "",
      "Kernel cache directory. Empty = $XDG_CACHE_HOME/kiln, else ~/.cache/kiln (never a shared path); used only "
      "when no other user can write it or a directory above it (docs/inductor.md, Kernel cache trust)."},
@@ -333,7 +315,6 @@ const OptionSpec& option_spec(Opt id) {
   return kTable[size_t(id)];
 }
 
-void set_op_exists_check(OpExists check) { g_op_exists = check; }
 
 std::optional<Opt> find_option(std::string_view env_name) {
   for (const OptionSpec& spec : kTable)

@@ -65,10 +65,6 @@ struct OptionSpec {
 };
 
 const std::vector<OptionSpec>& option_table();
-// Whether an op of that name exists: KILN_INJECT's entries name ops, which the op table (above core) knows.
-// The op table installs it (ops/registry.cpp); without it only an entry's form is checked.
-using OpExists = bool (*)(std::string_view name);
-void set_op_exists_check(OpExists check);
 const OptionSpec& option_spec(Opt id);
 std::optional<Opt> find_option(std::string_view env_name);
 std::string_view opt_type_name(OptType t);

@@ -54,13 +54,9 @@ class Backend {
                                                    CompileContext& ctx) const = 0;
 };
 
-// The backend kiln::compile uses: the host CPU (defined by the CPU backend, src/backends/cpu/backend.cpp; the
-// inductor includes no backend header).
-const Backend& host_backend();
-
-// Backends for other devices register themselves by device name at static initialisation (the CUDA backend:
-// "cuda", src/backends/cuda/backend.cpp). backend_for_device("cpu") is host_backend(); a device without a
-// backend in this build is a kiln::Error naming the ones there are.
+// Backends register themselves by device name at static initialisation (the CPU backend: "cpu",
+// src/backends/cpu/backend.cpp; the CUDA backend: "cuda", src/backends/cuda/backend.cpp), so the inductor
+// includes no backend header. A device without a backend in this build is a kiln::Error naming the ones there are.
 void register_device_backend(const std::string& device, const Backend* backend);
 const Backend& backend_for_device(const std::string& device);
 

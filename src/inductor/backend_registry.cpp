@@ -1,4 +1,4 @@
-// The device backends by name (backend.h): the host's, and those that registered themselves at start-up.
+// The device backends by name (backend.h), each registered by its backend at start-up.
 #include <map>
 #include <mutex>
 
@@ -27,12 +27,11 @@ void register_device_backend(const std::string& device, const Backend* backend) 
 }
 
 const Backend& backend_for_device(const std::string& device) {
-  if (device == "cpu") return host_backend();
   std::lock_guard lock(registry().mutex);
   auto it = registry().backends.find(device);
   if (it != registry().backends.end()) return *it->second;
-  std::string known = "cpu";
-  for (const auto& [name, b] : registry().backends) known += ", " + name;
+  std::string known;
+  for (const auto& [name, b] : registry().backends) known += (known.empty() ? "" : ", ") + name;
   fail("no inductor backend for device '{}' in this build (there are: {})", device, known);
 }
 

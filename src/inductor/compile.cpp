@@ -69,16 +69,13 @@ CompileHook* active_hook(const std::string& stage) {
   return nullptr;
 }
 
-// Whether this compilation must really happen (see CompileOptions): debug dumps, compiler logs and the repro
-// hook must each see it. KILN_BISECT_* settings do not: they are part of the cache key (graph_cache_key), so a
-// program compiled under one is reused under the same one, and timings under a bisection setting time calls,
-// not recompiles.
+// Whether this compilation must really happen (see CompileOptions): debug dumps, the log channels printed while
+// compiling (compile_logs_enabled: the channel table in core/log.cpp marks them) and the repro hook must each see
+// it. KILN_BISECT_* settings do not: they are part of the cache key (graph_cache_key), so a program compiled
+// under one is reused under the same one, and timings under a bisection setting time calls, not recompiles.
 bool must_compile_afresh(const CompileOptions& options) {
   return !options.use_graph_cache || !opt_string(Opt::ReproAfter).empty() || !opt_string(Opt::DebugDir).empty() ||
-         log_enabled(LogChannel::OutputCode) || log_enabled(LogChannel::Fusion) || log_enabled(LogChannel::Lowering) ||
-         log_enabled(LogChannel::Bisect) || log_enabled(LogChannel::Graph) || log_enabled(LogChannel::Passes) ||
-         log_enabled(LogChannel::Localise) || log_enabled(LogChannel::Stream) || log_enabled(LogChannel::Defer) ||
-         log_enabled(LogChannel::MemoryPlan);
+         compile_logs_enabled();
 }
 
 // The graph-level cache key: derived from everything the compile depends on, the graph's structure and the
@@ -98,7 +95,7 @@ CompileContext context_for(const graph::Graph& g, const CompileOptions& options,
   ctx.graph_name = g.name;
   ctx.target = backend.target();
   ctx.options = options;
-  ctx.inject = InjectSpec::from_options();
+  ctx.inject = InjectSpec::for_compiler();
   return ctx;
 }
 

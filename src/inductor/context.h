@@ -8,7 +8,7 @@
 
 #include "core/log.h"
 #include "inductor/compile_options.h"
-#include "inductor/inject.h"
+#include "core/inject.h"
 #include "inductor/target.h"
 
 namespace kiln::inductor {

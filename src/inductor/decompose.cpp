@@ -59,15 +59,15 @@ void decompose_node(const Graph& g, const Node& n, graph::GraphCloner& c, const 
   // Bound like an eager call (numbers in Tensor slots become wrapped-number tensors, which the recorder
   // turns into constants), so the decomposition sees exactly what eager's dispatcher gives it.
   OpCall call = bind_args(op, graph::node_ivalues(n, [&](ValueId id) { return rec.bind(c[id]); }));
-  std::string kind = inject.empty() ? "" : inject.kind_for(std::string(op.name));
-  if (kind == "decomposition") note_injection_fired(op.name, kind);
-  if (kind == "decomposition" && (op.id == OpId::var || op.id == OpId::std)) call.args[2] = IValue(Scalar(int64_t(0)));
+  const bool wrong = !inject.empty() && inject.wants(op.name, InjectKind::Decomposition);
+  if (wrong) note_injection_fired(op.name, "decomposition");
+  if (wrong && (op.id == OpId::var || op.id == OpId::std)) call.args[2] = IValue(Scalar(int64_t(0)));
   std::vector<Tensor> results;
   {
     ScopedMetaCallRecorder on(&rec);
     results = op.decomp(call);
   }
-  if (kind == "decomposition" && op.id != OpId::var && op.id != OpId::std) {
+  if (wrong && op.id != OpId::var && op.id != OpId::std) {
     ScopedMetaCallRecorder on(&rec);
     results[0] = add(results[0], 1);
   }

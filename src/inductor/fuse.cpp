@@ -78,7 +78,7 @@ struct Fuser {
       bool ok;
       if (p.kind == LoopNode::Kind::Reduction) {
         ok = index == ix_linear(producer->idx, p.sizes);
-        if (!ok && ctx.inject.kind_for("fusion") == "accuracy") {
+        if (!ok && ctx.inject.wants("fusion", InjectKind::Accuracy)) {
           note_injection_fired("fusion", "accuracy");
           decide(fmt::format("inject accuracy: fuse {} although it reads {} at another outer point", lg.nodes[size_t(loop.node)].origin, p.origin));
           continue;

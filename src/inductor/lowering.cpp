@@ -352,15 +352,23 @@ void Lowerer::lower_extern(const Node& n, const std::string& reason) {
 // ---------------------------------------------------------------- pointwise
 
 // The injected bug of KILN_INJECT=<op>:<kind> applied to a result `r` (x0: the first operand).
-SExpr inject_bug(const std::string& kind, int entry, OpId op, SExpr r, const SExpr& x0) {
-  if (kind == "accuracy") {
-    SExpr base = op == OpId::relu ? s_cast(x0, r->dtype) : r;  // relu computes x + 1
-    return s_binary(SOp::Add, base, s_const(1, base->dtype));
+SExpr inject_bug(InjectKind kind, int entry, OpId op, SExpr r, const SExpr& x0) {
+  switch (kind) {
+    case InjectKind::Accuracy: {
+      SExpr base = op == OpId::relu ? s_cast(x0, r->dtype) : r;  // relu computes x + 1
+      return s_binary(SOp::Add, base, s_const(1, base->dtype));
+    }
+    case InjectKind::CompileError: return s_wrap(SOp::Invalid, r);
+    case InjectKind::RuntimeError: return s_fail(r, kStatusInjectedBase + entry);
+    case InjectKind::Crash: return s_wrap(SOp::Trap, r);
+    default: return r;  // the kinds that act elsewhere
   }
-  if (kind == "compile_error") return s_wrap(SOp::Invalid, r);
-  if (kind == "runtime_error") return s_fail(r, kStatusInjectedBase + entry);
-  if (kind == "crash") return s_wrap(SOp::Trap, r);
-  return r;
+}
+
+// Whether inject_bug makes kind `k` (the others act in other passes).
+bool lowering_injects(InjectKind k) {
+  return k == InjectKind::Accuracy || k == InjectKind::CompileError || k == InjectKind::RuntimeError ||
+         k == InjectKind::Crash;
 }
 
 
@@ -399,11 +407,10 @@ Decision Lowerer::lower_pointwise(const Node& n, const OpCall& mc, const Lowerin
   if (!rule.decision) return rule.decision;
   ScalarFn f = std::move(rule.fn);
   const Shape out_sizes = g_.value(n.outputs[0]).meta.sizes;
-  std::string kind = inject_.empty() ? "" : inject_.kind_for(std::string(n.info().name));
-  if (!kind.empty()) decide(fmt::format("inject {} into %{} = {}", kind, name(n.outputs[0]), n.info().name));
-  if (kind == "accuracy" || kind == "compile_error" || kind == "runtime_error" || kind == "crash")
-    note_injection_fired(n.info().name, kind);  // the kinds inject_bug makes (the others act elsewhere)
-  int entry = kind.empty() ? -1 : inject_.index_of(std::string(n.info().name));
+  std::optional<InjectKind> kind = inject_.empty() ? std::nullopt : inject_.kind_for(n.info().name);
+  if (kind) decide(fmt::format("inject {} into %{} = {}", inject_kind_name(*kind), name(n.outputs[0]), n.info().name));
+  if (kind && lowering_injects(*kind)) note_injection_fired(n.info().name, inject_kind_name(*kind));
+  int entry = kind ? inject_.index_of(n.info().name) : -1;
   // Each op with an f16/bf16 result rounds it where eager does (PyTorch Inductor's emulate_precision_casts):
   // keeping f32 between fused ops is no more accurate in general and makes compiled and eager disagree.
   // Values inside an op eager runs as one f32 kernel (lerp's decomposition, ...) stay unrounded, as there.
@@ -413,7 +420,7 @@ Decision Lowerer::lower_pointwise(const Node& n, const OpCall& mc, const Lowerin
     std::vector<SExpr> xs;
     for (const Loader& l : operands) xs.push_back(l(idx));
     SExpr r = round ? s_round_to(f(xs), out_dt) : s_cast(f(xs), compute_dtype_of(out_dt));
-    return kind.empty() ? r : inject_bug(kind, entry, id, r, xs.empty() ? r : xs[0]);
+    return kind ? inject_bug(*kind, entry, id, r, xs.empty() ? r : xs[0]) : r;
   };
   vals_[size_t(n.outputs[0])] = pending_value(out_sizes, out_dt, body, cost);
   settle(n.outputs[0]);

@@ -22,7 +22,7 @@ struct CompiledGraph::Impl {
   CompileStats stats;
   std::string loop_ir;
   std::vector<std::string> decisions;
-  inductor::InjectSpec inject;  // what was injected when compiling (names the op of a reported runtime error)
+  InjectSpec inject;  // what was injected when compiling (names the op of a reported runtime error)
   // How errors name a node of `graph`: as the interpreter names the node of the user's graph it comes from (a
   // node a decomposition made comes from the composite node at its line), else by its own label.
   std::function<std::string(const graph::Node&)> node_labels;

@@ -2,8 +2,10 @@
 #include "inductor/scheduler.h"
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
+
+#include "core/error.h"
+#include "inductor/schedule_queries.h"
 
 namespace kiln::inductor {
 
@@ -12,8 +14,7 @@ namespace {
 struct Printer {
   const LoweredGraph& lg;
   std::unordered_map<std::string, std::string> names;  // atom key of a variable -> local name
-  std::map<int, int> buffer_slot;                       // buffer id -> local argument index
-  std::vector<int> args;
+  std::vector<int> args;                                // the kernel's arguments (kernel_args), printed b0, b1, ...
   std::unordered_map<const SNode*, int> ids;
   std::string body;
   std::vector<int> locals;                              // kernel-local buffers, printed l0, l1, ...
@@ -22,9 +23,9 @@ struct Printer {
   std::string buffer(int b) {
     auto local = std::find(locals.begin(), locals.end(), b);
     if (local != locals.end()) return fmt::format("l{}", local - locals.begin());
-    auto [it, inserted] = buffer_slot.emplace(b, int(args.size()));
-    if (inserted) args.push_back(b);
-    return fmt::format("b{}", it->second);
+    auto arg = std::find(args.begin(), args.end(), b);
+    KILN_CHECK(arg != args.end(), "print_kernel: buffer {} is neither an argument nor kernel-local", b);
+    return fmt::format("b{}", arg - args.begin());
   }
   void name_vars(const std::vector<Index>& vars, const char* prefix) {
     int i = 0;
@@ -79,8 +80,8 @@ struct Printer {
 
 }  // namespace
 
-std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<int>* args) {
-  Printer p{lg, {}, {}, {}, {}, {}, k.local_buffers};
+std::string print_kernel(const Kernel& k, const LoweredGraph& lg) {
+  Printer p{lg, {}, kernel_args(k, lg), {}, {}, k.local_buffers};
   p.name_vars(k.outer_vars, "o");
   std::string text = fmt::format("kernel outer={} parallel={}:{}\n", shape_str(k.outer), k.parallel_loop, k.parallel_dim);
   int li = 0;
@@ -122,7 +123,6 @@ std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<in
     const Buffer& b = lg.buffers[size_t(k.local_buffers[i])];
     header += fmt::format("  l{}: {}{} kernel-local\n", i, dtype_name(b.dtype), shape_str(b.sizes));
   }
-  if (args) *args = p.args;
   return text + header;
 }
 

@@ -2,6 +2,7 @@
 #include "inductor/schedule_queries.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace kiln::inductor {
 
@@ -28,6 +29,25 @@ Readers readers(const Schedule& s, const LoweredGraph& lg) {
   for (const BufferView& v : lg.outputs)
     if (v.buffer >= 0) r.outside[size_t(v.buffer)] = true;
   return r;
+}
+
+std::vector<int> kernel_args(const Kernel& k, const LoweredGraph& lg) {
+  std::vector<int> args;
+  auto add = [&](int b) {
+    if (!is_local(k, b) && std::find(args.begin(), args.end(), b) == args.end()) args.push_back(b);
+  };
+  std::set<const SNode*> seen;
+  std::function<void(const SExpr&)> visit = [&](const SExpr& e) {
+    if (!seen.insert(e.get()).second) return;
+    for (const SExpr& a : e->args) visit(a);
+    if (e->op == SOp::Load) add(e->buffer);
+  };
+  for (const KernelLoop& l : k.loops) {
+    seen.clear();
+    visit(l.value);
+    add(lg.nodes[size_t(l.node)].buffer);
+  }
+  return args;
 }
 
 bool is_local(const Kernel& k, int buffer) {

@@ -25,6 +25,11 @@ Readers readers(const Schedule& s, const LoweredGraph& lg);
 
 bool is_local(const Kernel& k, int buffer);
 
+// The buffers kernel `k` takes, in argument order: loop by loop, the buffers its value loads in the order they
+// are first read (operands left to right), then the buffer it writes; each once, kernel-local buffers not at
+// all. The printer names them b0, b1, ... in this order and both backends pass them in it.
+std::vector<int> kernel_args(const Kernel& k, const LoweredGraph& lg);
+
 // The one variable a loop runs along inside a row (its non-constant inner or reduction variable), and its
 // extent; nullopt when it has none or several.
 std::optional<std::pair<Index, int64_t>> row_variable(const Kernel& k, const KernelLoop& l, const LoweredGraph& lg);

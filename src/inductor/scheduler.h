@@ -52,9 +52,9 @@ struct Schedule {
 };
 
 // The loop IR of a kernel as text, with variables and buffers renamed by order of appearance (so equal
-// kernels print equally in any graph): the kernel cache key, and what KILN_DEBUG_DIR receives. `args` gets
-// the kernel's buffers in argument order.
-std::string print_kernel(const Kernel& k, const LoweredGraph& lg, std::vector<int>* args = nullptr);
+// kernels print equally in any graph; the arguments b0, b1, ... in kernel_args order, schedule_queries.h): the
+// kernel cache key, and what KILN_DEBUG_DIR receives.
+std::string print_kernel(const Kernel& k, const LoweredGraph& lg);
 // The whole schedule (kernels and extern calls in order), for dumps.
 std::string print_schedule(const Schedule& s, const LoweredGraph& lg);
 // Loop IR before fusion: one line per node.

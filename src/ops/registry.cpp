@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/inject.h"
 #include "core/options.h"
 #include "ops/custom.h"
 #include "ops/dispatch.h"
@@ -298,7 +299,7 @@ const OpInfo* find_op(std::string_view name) {
   auto it = by_name.find(name);
   return it != by_name.end() ? it->second : find_custom_op(name);
 }
-// KILN_INJECT's op names are checked against this table (core/options.h sits below it).
+// KILN_INJECT's op names are checked against this table (core/inject.h sits below it).
 [[maybe_unused]] const bool kInjectChecksOps = (set_op_exists_check([](std::string_view name) { return find_op(name) != nullptr; }), true);
 
 // Called only from register_all_families, while the table is being built (before call_once returns).

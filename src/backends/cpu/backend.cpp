@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "eager/loops.h"
+#include "inductor/schedule_queries.h"
 
 namespace kiln::cpu {
 
@@ -107,7 +108,8 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
   auto out = std::make_unique<CpuKernels>();
   for (const Kernel& k : s.kernels) {
     CpuKernels::Entry e;
-    const std::string text = print_kernel(k, lg, &e.args);
+    e.args = kernel_args(k, lg);
+    const std::string text = print_kernel(k, lg);
     std::string ir;
     try {
       e.fn = jit.get(text, ctx.target.description, "kiln_k", [&](llvm::Module& m, const std::string& symbol) {
@@ -139,11 +141,21 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
 
 }  // namespace kiln::cpu
 
-namespace kiln::inductor {
+namespace kiln::cpu {
 
-const Backend& host_backend() {
-  static const cpu::CpuBackend backend;
+const inductor::Backend& host_backend() {
+  static const CpuBackend backend;
   return backend;
 }
 
-}  // namespace kiln::inductor
+}  // namespace kiln::cpu
+
+// Registered at static initialisation as device "cpu"; CMakeLists.txt keeps this file linked through the anchor.
+extern "C" const int kiln_cpu_link_anchor = 0;
+
+namespace {
+const bool registered = [] {
+  kiln::inductor::register_device_backend("cpu", &kiln::cpu::host_backend());
+  return true;
+}();
+}  // namespace

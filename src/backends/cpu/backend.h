@@ -16,4 +16,7 @@ class CpuBackend final : public inductor::Backend {
                                                      inductor::CompileContext& ctx) const override;
 };
 
+// The CPU backend, which kiln::compile uses for device "cpu" (it registers itself: inductor/backend.h).
+const inductor::Backend& host_backend();
+
 }  // namespace kiln::cpu

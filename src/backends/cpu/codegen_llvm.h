@@ -16,8 +16,8 @@ class Module;
 
 namespace kiln::inductor {
 
-// Emits kernel `k` as function `symbol` into `m`. `args` are the kernel's buffers in argument order (the
-// order print_kernel reports).
+// Emits kernel `k` as function `symbol` into `m`. `args` are the kernel's buffers in argument order
+// (kernel_args, inductor/schedule_queries.h).
 void emit_kernel_llvm(llvm::Module& m, const std::string& symbol, const Kernel& k, const LoweredGraph& lg,
                       const std::vector<int>& args);
 

@@ -111,25 +111,6 @@ Value* ScalarEmitter::element_ptr(int buffer, const Index& ix) {
   return cx_.b.CreateInBoundsGEP(cx_.storage_type(buf.dtype), cx_.ptrs.at(size_t(cx_.slot.at(buffer))), index(ix));
 }
 
-// Whether a division by `e` may multiply by a reciprocal hoisted out of the element loop: `e` is read (from
-// memory or a register) and does not change along the loop. Not a constant: x * (1 / c) with 1 / c rounded
-// differs from eager's x / c (round(x, decimals=-1) at ties).
-bool ScalarEmitter::hoistable_divisor(const SExpr& e) const {
-  if (!element_var_) return false;
-  bool reads = false;
-  std::set<const SNode*> seen;
-  std::function<bool(const SExpr&)> varies = [&](const SExpr& n) {
-    if (!seen.insert(n.get()).second) return false;
-    if (n->op == SOp::Load) {
-      reads = true;
-      return n->buffer != kAccumulatorBuffer && ix_depends_on(n->index, *element_var_);
-    }
-    if (n->op == SOp::IndexValue) return ix_depends_on(n->index, *element_var_);
-    return std::any_of(n->args.begin(), n->args.end(), varies);
-  };
-  return !varies(e) && reads;
-}
-
 Value* ScalarEmitter::load(int buffer, const Index& ix) {
   auto reg = scope_.registers.find(buffer);
   if (reg != scope_.registers.end() && reg->second.first == ix.str()) return reg->second.second;
@@ -187,7 +168,7 @@ Value* ScalarEmitter::unary(SOp op, Value* x, DType dt) {
   fail("codegen: {} is not a unary op", sop_name(op));
 }
 
-Value* ScalarEmitter::binary(SOp op, Value* x, Value* y, DType dt, bool invariant_divisor) {
+Value* ScalarEmitter::binary(SOp op, Value* x, Value* y, DType dt, bool by_reciprocal) {
   const bool fl = is_floating(dt);
   const bool uns = is_unsigned(dt);
   switch (op) {
@@ -195,12 +176,9 @@ Value* ScalarEmitter::binary(SOp op, Value* x, Value* y, DType dt, bool invarian
     case SOp::Sub: return fl ? cx_.b.CreateFSub(x, y) : cx_.b.CreateSub(x, y);
     case SOp::Mul: return fl ? cx_.b.CreateFMul(x, y) : cx_.b.CreateMul(x, y);
     case SOp::Div: {
-      // A divisor read once for the element loop (softmax's row sum): a multiplication by its reciprocal,
-      // which LICM hoists out of the loop (at most 1 ulp from the exact quotient while the reciprocal is a
-      // normal number). The reciprocal is an exact division: no `arcp` anywhere, since it also lets the backend
-      // replace 1 / sqrt(y) by its reciprocal-square-root estimate, which gives NaN for 0 and inf (rsqrt, and
-      // rms_norm's rows holding inf).
-      if (invariant_divisor) return cx_.b.CreateFMul(x, cx_.b.CreateFDiv(llvm::ConstantFP::get(y->getType(), 1.0), y));
+      // x * (1 / y) where the element loop does not vary y (inductor/reciprocal.h): LICM hoists the exact
+      // reciprocal out of the loop.
+      if (by_reciprocal) return cx_.b.CreateFMul(x, cx_.b.CreateFDiv(llvm::ConstantFP::get(y->getType(), 1.0), y));
       return cx_.b.CreateFDiv(x, y);
     }
     case SOp::Max: case SOp::Min: {
@@ -285,7 +263,7 @@ Value* ScalarEmitter::value(const SExpr& e) {
     default:
       if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
       else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype,
-                      e->op == SOp::Div && hoistable_divisor(e->args[1]));
+                      divides_by_reciprocal(e, element_vars_));
       break;
   }
   scope_.memo[e.get()] = v;

@@ -2,16 +2,19 @@
 // index bindings, conversions, index arithmetic, loads and stores. A ScalarEmitter is made for one scope (and
 // the element loop's variable, when a pointwise element loop is being emitted); it holds no state of its own.
 #pragma once
+#include <vector>
+
 #include "backends/cpu/codegen_context.h"
+#include "inductor/reciprocal.h"
 
 namespace kiln::inductor::cpu_codegen {
 
 class ScalarEmitter {
  public:
   // `element_var`: the variable of the pointwise element loop being emitted (null elsewhere); a division by a
-  // value that does not vary along it becomes a multiplication by a hoisted reciprocal.
+  // value that does not vary along it multiplies by its reciprocal (inductor/reciprocal.h).
   ScalarEmitter(KernelContext& cx, EmitScope& scope, const Index* element_var = nullptr)
-      : cx_(cx), scope_(scope), element_var_(element_var) {}
+      : cx_(cx), scope_(scope), element_vars_(element_var ? std::vector<Index>{*element_var} : std::vector<Index>{}) {}
 
   Value* value(const SExpr& e);  // memoised in the scope
   Value* index(const Index& ix);
@@ -20,16 +23,15 @@ class ScalarEmitter {
   Value* cast(Value* v, DType from, DType to);
   Value* to_storage(Value* v, DType dt);
   Value* from_storage(Value* v, DType dt);
-  Value* binary(SOp op, Value* x, Value* y, DType dt, bool invariant_divisor = false);
+  Value* binary(SOp op, Value* x, Value* y, DType dt, bool by_reciprocal = false);
 
  private:
   KernelContext& cx_;
   EmitScope& scope_;
-  const Index* element_var_;
+  std::vector<Index> element_vars_;  // the element loop's variable, or none
 
   Value* float_to_int(Value* v, DType to);
   Value* element_ptr(int buffer, const Index& ix);
-  bool hoistable_divisor(const SExpr& e) const;
   Value* unary(SOp op, Value* x, DType dt);
 };
 

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "inductor/program.h"
+#include "inductor/schedule_queries.h"
 
 namespace kiln::cuda {
 
@@ -295,7 +296,7 @@ std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const L
   for (const Kernel& k : s.kernels) {
     Kernels::Entry e;
     e.name = k.name;
-    print_kernel(k, lg, &e.args);
+    e.args = kernel_args(k, lg);
     try {
       e.code = emit_kernel_cuda(k, lg, e.args);
       e.cubin = cubin_for(e.code.source, arch);

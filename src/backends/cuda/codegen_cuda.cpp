@@ -15,6 +15,7 @@
 #include "backends/cuda/prelude.h"
 #include "core/error.h"
 #include "inductor/kernel_status.h"
+#include "inductor/reciprocal.h"
 
 namespace kiln::cuda {
 
@@ -611,29 +612,6 @@ class Emitter {
     internal_fail("cuda codegen: {} is not a binary op", sop_name(op));
   }
 
-  // Whether a division by `e` may multiply by its reciprocal, computed once for the element loop (the CPU
-  // backend's rule, backends/cpu/codegen_scalar.cpp): `e` reads memory or a register and does not change along
-  // the loop (softmax's row sum). Not a constant: x * (1 / c) with 1 / c rounded differs from eager's x / c.
-  bool invariant_divisor(const SExpr& e) const {
-    if (element_vars_.empty()) return false;
-    bool reads = false;
-    std::set<const SNode*> seen;
-    std::function<bool(const SExpr&)> varies = [&](const SExpr& n) {
-      if (!seen.insert(n.get()).second) return false;
-      auto depends = [&](const Index& ix) {
-        return std::any_of(element_vars_.begin(), element_vars_.end(),
-                           [&](const Index& v) { return !v.is_constant() && ix_depends_on(ix, v); });
-      };
-      if (n->op == SOp::Load) {
-        reads = true;
-        return n->buffer != kAccumulatorBuffer && depends(n->index);
-      }
-      if (n->op == SOp::IndexValue) return depends(n->index);
-      return std::any_of(n->args.begin(), n->args.end(), varies);
-    };
-    return !varies(e) && reads;
-  }
-
   // The expression's value as a named local of the current element (memoised).
   std::string value(const SExpr& e) {
     if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
@@ -673,7 +651,7 @@ class Emitter {
         break;
       default:
         if (e->args.size() == 1) v = unary(e->op, value(e->args[0]), e->args[0]->dtype);
-        else if (e->op == SOp::Div && is_floating(e->args[1]->dtype) && invariant_divisor(e->args[1]))
+        else if (divides_by_reciprocal(e, element_vars_))  // inductor/reciprocal.h
           v = fmt::format("({} * ({} / {}))", value(e->args[0]), float_literal(1.0, compute_dtype_of(e->args[1]->dtype)),
                           value(e->args[1]));
         else v = binary(e->op, value(e->args[0]), value(e->args[1]), e->args[0]->dtype);

@@ -39,7 +39,7 @@ struct CudaKernel {
   std::vector<bool> written;
 };
 
-// Kernel `k`'s CUDA C; `args` are its buffers in argument order (print_kernel's). Throws kiln::CompileError for
+// Kernel `k`'s CUDA C; `args` are its buffers in argument order (kernel_args). Throws kiln::CompileError for
 // what this code generator does not handle yet (kernel-local rows, deferred writes: the CPU's placement passes).
 // Choices of the code generator that benchmarks compare (bench_inductor_cuda's variants); the defaults are what
 // kiln compiles with.
