@@ -21,13 +21,13 @@ GraphProgram interpret(const graph::Graph& g) {
 }
 
 // inductor: kiln::compile now (a graph that does not compile fails here), the compiled program per call.
-GraphProgram inductor(const graph::Graph& g, const CompileOptions& options) {
+GraphProgram compile_inductor(const graph::Graph& g, const CompileOptions& options) {
   std::shared_ptr<CompiledGraph> program = compile(g, options);
   return [program](const std::vector<Tensor>& in) { return (*program)(in); };
 }
 
 // aot: AOT autograd around the backend's compiler of each graph (aot/compiled.h).
-GraphProgram aot(const std::string& backend, const graph::Graph& g, const CompileOptions& options) {
+GraphProgram train_with_aot(const std::string& backend, const graph::Graph& g, const CompileOptions& options) {
   return aot::aot_compile(g, aot_backend_config(backend, options));
 }
 
@@ -45,8 +45,9 @@ BackendEntry rung(std::string name, std::string device, bool trains, bool compil
 }  // namespace
 
 std::vector<BackendEntry> pipeline_backends() {
-  auto through_aot = [](const char* backend) {
-    return [backend](const graph::Graph& g, const CompileOptions& o) { return aot(backend, g, o); };
+  using Compile = std::function<GraphProgram(const graph::Graph&, const CompileOptions&)>;
+  auto through_aot = [](const char* backend) -> Compile {
+    return [backend](const graph::Graph& g, const CompileOptions& o) { return train_with_aot(backend, g, o); };
   };
   return {
       //   name                          device  trains compiles_ahead  stages
@@ -55,7 +56,7 @@ std::vector<BackendEntry> pipeline_backends() {
       rung("aot_eager_decomp_partition", "cpu",  true,  false, through_aot("aot_eager_decomp_partition")),
       rung("inductor",                   "cpu",  true,  true,  through_aot("inductor")),
 #ifdef KILN_HAVE_CUDA
-      rung("inductor_cuda",              "cuda", false, true,  inductor),  // docs/cuda.md; host tensors staged
+      rung("inductor_cuda",              "cuda", false, true,  compile_inductor),  // docs/cuda.md; host tensors staged
 #endif
   };
 }
@@ -69,8 +70,8 @@ aot::AotConfig aot_backend_config(const std::string& name, const CompileOptions&
     config.policy = aot::PartitionPolicy::MinCut;  // PyTorch's inductor partitions with min-cut rematerialisation
     CompileOptions halves = options;
     halves.repro_stage = "aot";  // KILN_REPRO_AFTER=aot: the forward and backward graphs
-    config.compile = [options](const graph::Graph& g) -> aot::Program { return inductor(g, options); };
-    config.compile_halves = [halves](const graph::Graph& g) -> aot::Program { return inductor(g, halves); };
+    config.compile = [options](const graph::Graph& g) -> aot::Program { return compile_inductor(g, options); };
+    config.compile_halves = [halves](const graph::Graph& g) -> aot::Program { return compile_inductor(g, halves); };
     return config;
   }
   if (name == "aot_eager_decomp_partition") {
