@@ -18,6 +18,7 @@
 
 #include "aot/compiled.h"
 #include "api/backends.h"
+#include "api/pipeline.h"
 #include "autograd/autograd.h"
 #include "backends/cpu/jit.h"
 #include "bench_util.h"
@@ -116,7 +117,7 @@ int64_t peak_bytes_of_step(const StepFn& f, const std::vector<Tensor>& in) {
 }
 
 aot::AotConfig inductor_config(aot::PartitionPolicy policy) {
-  aot::AotConfig config = aot_backend_config("inductor", "bench");
+  aot::AotConfig config = aot_backend_config("inductor", {.repro_stage = "bench"});
   config.policy = policy;
   return config;
 }

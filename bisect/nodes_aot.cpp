@@ -8,6 +8,7 @@
 
 #include "aot/compiled.h"
 #include "api/backends.h"
+#include "api/pipeline.h"
 #include "bisect/nodes.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
@@ -92,7 +93,7 @@ void find_aot_divergence(const graph::Graph& g, const std::vector<Tensor>& input
                          const BisectOptions& o) {
   std::vector<bool> requires_grad;
   for (graph::ValueId in : g.inputs()) requires_grad.push_back(g.value(in).requires_grad);
-  const aot::AotGraphs built = aot::aot_graphs(g, requires_grad, aot_backend_config(r.stage, "backend"));
+  const aot::AotGraphs built = aot::aot_graphs(g, requires_grad, aot_backend_config(r.stage));
   const aot::AotGraphs reference = aot::aot_graphs(g, requires_grad, aot::AotConfig{});
   const TrainingRun run = training_run(g);
   const graph::Graph& fwd = built.partition.forward;

@@ -214,7 +214,7 @@ struct QuietStderr {
 // which a crash ends before it reports ("" when the backend has no compile step or the child fails).
 std::string site_info_of_compile(const graph::Graph& g, const std::string& backend, const std::string& site,
                                  int64_t index, const std::string& setting, double timeout_s) {
-  const BackendCompileFn* compile = find_backend_compiler(backend);
+  std::optional<BackendCompileFn> compile = find_backend_compiler(backend);
   const size_t colon = site.find(':'), eq = setting.find('=');
   if (!compile || colon == std::string::npos || index < 0) return "";
   IsolatedResult r = run_isolated([&] {

@@ -110,7 +110,7 @@ FailureSignature first_run_isolated(const graph::Graph& g, const std::vector<Ten
   IsolatedResult r = run_isolated([&] {
     try {
       GraphProgram program;
-      if (const BackendCompileFn* compile = find_backend_compiler(c.backend)) program = (*compile)(g);
+      if (std::optional<BackendCompileFn> compile = find_backend_compiler(c.backend)) program = (*compile)(g);
       isolated_run_starts();
       manual_seed(c.seed);
       if (program) program(graph::copy_inputs(inputs));

@@ -83,7 +83,7 @@ std::variant<double, Measurement> cold_compile_ms(const BackendCompileFn& compil
 // (it computes on one thread, repro/isolate.h), which other jobs on a shared CI runner barely move.
 void time_graph(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunConfig& c,
                 Measurement& m) {
-  if (const BackendCompileFn* compile = find_backend_compiler(c.backend))
+  if (std::optional<BackendCompileFn> compile = find_backend_compiler(c.backend))
     for (int r = 0; r < c.repetitions; ++r) {
       auto ms = cold_compile_ms(*compile, g, c.timeout_s);
       if (auto* failed = std::get_if<Measurement>(&ms)) {

@@ -24,7 +24,7 @@ FailureOracle::FailureOracle(OracleOptions opts) : opts_(std::move(opts)) {
 }
 
 bool FailureOracle::has_compile_step() const {
-  return !opts_.gradients && find_backend_compiler(opts_.backend) != nullptr;  // a training run compiles in its call
+  return !opts_.gradients && find_backend_compiler(opts_.backend).has_value();  // a training run compiles in its call
 }
 
 double FailureOracle::setup_limit_s() const { return setup_limit_for(opts_.timeout_s); }
@@ -68,7 +68,7 @@ std::optional<FailureSignature> FailureOracle::run_backend(const graph::Graph& g
 }
 
 GraphProgram FailureOracle::compile(const graph::Graph& g) const {
-  const BackendCompileFn* step = find_backend_compiler(opts_.backend);
+  std::optional<BackendCompileFn> step = find_backend_compiler(opts_.backend);
   return step ? (*step)(g) : GraphProgram();
 }
 

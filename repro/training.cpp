@@ -62,7 +62,7 @@ TrainingRun training_run(const graph::Graph& g) {
 }
 
 std::vector<Tensor> run_training(const std::string& backend, const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                 const TrainingRun& run) {
+                                 const TrainingRun& run, const CompileOptions& options) {
   std::vector<Tensor> in = training_inputs(inputs, run);
   std::vector<Tensor> outs;
   if (backend == "eager" || backend == "fp64") {
@@ -71,7 +71,7 @@ std::vector<Tensor> run_training(const std::string& backend, const graph::Graph&
     interpreter.fp64 = backend == "fp64";
     outs = graph::run_graph(g, in, interpreter);
   } else {
-    outs = compile_for_backend(backend, g, "backend")(in);
+    outs = compile_for_backend(backend, g, options)(in);
   }
   std::vector<Tensor> wrt;
   for (size_t i : run.grad_inputs) wrt.push_back(in[i]);

@@ -33,12 +33,11 @@ struct TrainingRun {
 TrainingRun training_run(const graph::Graph& g);
 
 // The outputs of `g` on `backend` (eager, or fp64 for the reference: the interpreter with autograd on; others:
-// compile_for_backend, which
-// builds a compiled backward where the backend has one), then the gradients of the outputs that require grad,
+// compile_for_backend with `options`, which builds a compiled backward where the backend has one), then the gradients of the outputs that require grad,
 // weighted by the tangents, with respect to each `grad` input (zeros where an input gets none). Inputs are
 // copied first; random ops start from the generator's state as it is.
 std::vector<Tensor> run_training(const std::string& backend, const graph::Graph& g, const std::vector<Tensor>& inputs,
-                                 const TrainingRun& run);
+                                 const TrainingRun& run, const CompileOptions& options = {});
 
 // The same in the reference interpreter: eager at the graph's dtypes and fp64 (every step in f64, the gradients
 // rounded to the inputs' dtypes at the end), both from `random_state`.

@@ -172,7 +172,7 @@ TEST_P(AotOpGradients, MatchEagerAutograd) {
       std::vector<Tensor> eager_outs = call_op_named(op.name, s.args, s.kwargs);
       std::vector<Tensor> expected = gradients(eager_outs, inputs);
       if (op.is_inplace()) s = original, clone_mutated(op, s), inputs = graph_input_tensors(op, s);
-      GraphProgram program = compile_for_backend(backend, g, "test");
+      GraphProgram program = compile_for_backend(backend, g, {.repro_stage = "test"});
       manual_seed(5);
       std::vector<Tensor> outs = program(inputs);
       RC_ASSERT(outs.size() == eager_outs.size());
@@ -232,7 +232,7 @@ TEST(AotTraining, MlpTwentySgdStepsMatchEager) {
   for (const std::string backend : {"aot_eager", "aot_eager_decomp_partition", "inductor"}) {
     SCOPED_TRACE(backend);
     Mlp c = make_mlp();
-    std::vector<double> losses = train(c, compile_for_backend(backend, g, "test"));
+    std::vector<double> losses = train(c, compile_for_backend(backend, g, {.repro_stage = "test"}));
     ASSERT_EQ(losses.size(), expected.size());
     for (size_t i = 0; i < losses.size(); ++i) EXPECT_NEAR(losses[i], expected[i], 1e-9) << "step " << i;
     CompareVerdict v = compare_outputs(eager.params(), c.params());

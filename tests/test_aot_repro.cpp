@@ -43,7 +43,7 @@ class AotReproAfter : public ReproHookFixture {
     ScopedOption a(Opt::ReproAfter, after), lv(Opt::ReproLevel, std::to_string(level)), inj(Opt::Inject, inject),
         debug(Opt::DebugDir, dir_.string());
     try {
-      GraphProgram program = compile_for_backend("inductor", graph::parse_graph(kMlp, "mlp.kir"), "backend");
+      GraphProgram program = compile_for_backend("inductor", graph::parse_graph(kMlp, "mlp.kir"));
       manual_seed(4);
       Tensor w1 = randn({16, 4}).set_requires_grad(true), w2 = randn({3, 16}).set_requires_grad(true);
       Tensor y = Tensor::from_vector<int64_t>({0, 1, 2, 0, 1, 2, 2, 1}, {8});

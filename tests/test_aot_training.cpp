@@ -59,7 +59,7 @@ void expect_same_training(const std::string& file, const std::function<Model()>&
   for (const std::string backend : {"aot_eager", "aot_eager_decomp_partition", "inductor"}) {
     SCOPED_TRACE(backend);
     Model compiled = make();
-    GraphProgram program = compile_for_backend(backend, g, "test");
+    GraphProgram program = compile_for_backend(backend, g, {.repro_stage = "test"});
     std::vector<double> losses = train(compiled, [&](const std::vector<Tensor>& in) {
       Tensor out = program(in)[0];
       EXPECT_TRUE(out.grad_fn() && out.grad_fn()->name().rfind("CompiledFunctionBackward", 0) == 0);

@@ -157,7 +157,7 @@ TEST(Bisect, AFunctionBisectsToTheGraphsAnswer) {
   std::vector<Tensor> ref = graph::run_graph(g, graph::copy_inputs(inputs), fp64);
   auto good = [&] {
     const std::string backend = opt_string(Opt::Backend).empty() ? "inductor" : opt_string(Opt::Backend);
-    std::vector<Tensor> out = compile_for_backend(backend, g, "backend")(graph::copy_inputs(inputs));
+    std::vector<Tensor> out = compile_for_backend(backend, g)(graph::copy_inputs(inputs));
     std::vector<Tensor> expected;
     for (size_t i = 0; i < out.size(); ++i) expected.push_back(to(ref[i], out[i].dtype()));
     return compare_outputs(expected, out, ref).ok;

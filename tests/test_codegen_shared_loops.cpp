@@ -8,6 +8,7 @@
 
 #include "aot/compiled.h"
 #include "api/backends.h"
+#include "api/pipeline.h"
 #include "backends/cpu/codegen_groups.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
@@ -131,7 +132,7 @@ TEST(SharedElementLoops, ForwardedValuesAreRoundedToTheBufferDtype) {
 TEST(SharedElementLoops, Chain100BackwardIsGroupedAndMatchesTheInterpreter) {
   graph::Graph g = graph::load_graph(KILN_SOURCE_DIR "/examples/chain100.kir");
   std::vector<bool> mask(g.inputs().size(), true);
-  aot::AotConfig config = aot_backend_config("inductor", "test");
+  aot::AotConfig config = aot_backend_config("inductor", {.repro_stage = "test"});
   config.policy = aot::PartitionPolicy::MinCut;
   const graph::Graph backward = aot::aot_graphs(g, mask, config).partition.backward;
   Planned p = plan(graph::print_graph(backward));

@@ -7,6 +7,7 @@
 
 #include "aot/compiled.h"
 #include "api/backends.h"
+#include "api/pipeline.h"
 #include "core/files.h"
 #include "graph/text.h"
 #include "graph/verify.h"
@@ -29,7 +30,7 @@ int run_aot(const AotArgs& a) {
   for (graph::ValueId in : g.inputs()) any |= requires_grad.emplace_back(g.value(in).requires_grad);
   KILN_CHECK(any, "{}: no input of graph {} requires grad; mark the inputs to differentiate with `grad` "
              "(e.g. `%w: f32[4] grad`)", a.file, g.name);
-  aot::AotConfig config = aot_backend_config("aot_eager", "aot");
+  aot::AotConfig config = aot_backend_config("aot_eager", {.repro_stage = "aot"});
   config.policy = a.partition == "min-cut" ? aot::PartitionPolicy::MinCut : aot::PartitionPolicy::SaveNeeded;
   aot::AotGraphs gs = aot::aot_graphs(g, requires_grad, config);
   const aot::Partition& p = gs.partition;

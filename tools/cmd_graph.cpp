@@ -111,13 +111,13 @@ void emit_torch_beside_dump(const graph::Graph& g, const RunArgs& a, const std::
 
 // `--check --grad`: the graph run for training on the backend against the reference's outputs and gradients.
 int check_training(const graph::Graph& g, const std::vector<Tensor>& inputs, uint64_t seed, const RunArgs& a,
-                   const std::string& backend, double tol) {
+                   const std::string& backend, const CompileOptions& options, double tol) {
   KILN_CHECK(trains(g), "{}: --grad needs inputs marked `grad` (e.g. `%w: f32[4] grad`); graph {} has none", a.file,
              g.name);
   TrainingRun run = training_run(g);
   manual_seed(seed);
   const GeneratorState start = default_generator();
-  std::vector<Tensor> got = run_training(backend, g, inputs, run);
+  std::vector<Tensor> got = run_training(backend, g, inputs, run, options);
   TrainingVerdict v = judge_training(g, run, got, training_baselines(g, inputs, run, start), tol);
   fmt::print("check of the outputs and gradients against the fp64 reference: {}\n", terminal_safe_lines(v.text));
   return v.ok ? 0 : 1;
@@ -129,11 +129,13 @@ int run_run(const RunArgs& a) {
   GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
   const std::string backend_name = a.backend ? *a.backend : src.backend_or(kDefaultBackend);
   const double tol = a.tol.value_or(src.tolerance_or(kDefaultTol));
-  const BackendFn& backend = find_backend(backend_name);
-  if (!a.mode.empty()) {
-    KILN_CHECK(a.mode == "default" || backend_name == "inductor_cuda", "--mode {}: {}, which needs --backend "
-               "inductor_cuda (not {})", a.mode, compile_mode_needs_cuda(a.mode), backend_name);
-    set_default_compile_mode(a.mode);
+  CompileOptions options;
+  options.mode = a.mode.empty() ? "default" : a.mode;
+  backend_entry(backend_name);  // an unknown name: the error lists the backends
+  try {
+    check_backend_options(backend_name, options);
+  } catch (const Error& e) {
+    fail("--mode {}: {}", options.mode, e.what());
   }
   const graph::Graph& g = src.graph;
   const uint64_t seed = src.seed;
@@ -145,7 +147,7 @@ int run_run(const RunArgs& a) {
   }
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
-  std::vector<Tensor> outputs = backend(g, graph::copy_inputs(inputs));
+  std::vector<Tensor> outputs = compile_for_backend(backend_name, g, options)(graph::copy_inputs(inputs));
   // File and value names are the user's: terminal_safe, so a name cannot move the cursor or retitle the window.
   fmt::print("{} ({} {}, backend {}):\n", terminal_safe(a.file), inputs.size(), terminal_safe(src.input_desc),
              terminal_safe(backend_name));
@@ -156,7 +158,7 @@ int run_run(const RunArgs& a) {
   }
   if (!a.emit.empty()) emit_torch_beside_dump(g, a, backend_name);
   if (!a.check) return 0;
-  if (a.grad) return check_training(g, inputs, seed, a, backend_name, tol);
+  if (a.grad) return check_training(g, inputs, seed, a, backend_name, options, tol);
 
   manual_seed(seed);
   CompareOptions co;

@@ -3,17 +3,14 @@
 #include "aot/compiled.h"
 
 #include <atomic>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 
-#include "aot/functionalize.h"
+#include "aot/stages.h"
 #include "autograd/autograd.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "graph/storage_model.h"
-#include "graph/text.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 
@@ -21,54 +18,8 @@ namespace kiln::aot {
 
 using graph::Graph;
 
-namespace {
-
-// KILN_DEBUG_DIR/aot/NNN_<graph>/{joint,forward,backward}.kir.
-void dump_graphs(const AotGraphs& gs) {
-  std::string dir = opt_string(Opt::DebugDir);
-  if (dir.empty()) return;
-  static std::atomic<int> counter{0};
-  std::filesystem::path path = std::filesystem::path(dir) / "aot" / fmt::format("{:03}_{}", counter++, gs.joint.graph.name);
-  std::filesystem::create_directories(path);
-  graph::save_graph(gs.joint.graph, (path / "joint.kir").string());
-  graph::save_graph(gs.partition.forward, (path / "forward.kir").string());
-  graph::save_graph(gs.partition.backward, (path / "backward.kir").string());
-}
-
-}  // namespace
-
 AotGraphs aot_graphs(const Graph& g, const std::vector<bool>& requires_grad, const AotConfig& config) {
-  Graph expanded = expand_ops_without_vjp(g, requires_grad);
-  FunctionalGraph f = functionalize(expanded);
-  AotGraphs out;
-  out.mutations = f.mutations;
-  if (!f.mutations.empty()) {
-    graph::StorageModel model(expanded);
-    for (size_t k = 0; k < expanded.outputs().size(); ++k) {
-      graph::ValueId owner = model.owner(expanded.outputs()[k]);
-      for (auto [input, output] : f.mutations) {
-        graph::ValueId in = expanded.inputs()[size_t(input)];
-        if (owner != model.owner(in)) continue;
-        StorageSpan o = model.span(expanded.outputs()[k]), i = model.span(in);
-        out.output_aliases.push_back({int(k), input, o.sizes, o.strides, o.offset - i.offset});
-      }
-    }
-  }
-  RngFunctional rng = functionalize_rng(f.graph);
-  out.rng = rng.plan;
-  KILN_LOG(LogChannel::Partitioner, "random ops of {}: {}", g.name, rng.plan.note);
-  std::vector<bool> primal_requires_grad = requires_grad;
-  primal_requires_grad.resize(rng.graph.inputs().size(), false);  // rng_seed, rng_offset
-  out.joint = build_joint(rng.graph, primal_requires_grad, config.joint);
-  if (config.transform_joint) out.joint.graph = config.transform_joint(out.joint.graph);
-  KILN_LOG(LogChannel::AotJointGraph, "{} joint graph of {}:\n{}", config.backend, g.name, graph::print_graph(out.joint.graph));
-  out.partition = partition_joint(out.joint.graph, out.joint.layout, config.policy);
-  KILN_LOG(LogChannel::AotGraphs, "{} forward graph of {} ({} saved values, {} bytes):\n{}", config.backend, g.name,
-           out.partition.num_saved, out.partition.saved_bytes, graph::print_graph(out.partition.forward));
-  KILN_LOG(LogChannel::AotGraphs, "{} backward graph of {}:\n{}", config.backend, g.name,
-           graph::print_graph(out.partition.backward));
-  dump_graphs(out);
-  return out;
+  return run_aot_stages(g, requires_grad, config, aot_stages());
 }
 
 namespace {

@@ -50,8 +50,9 @@ struct AotGraphs {
   // graph's own inputs; a call passes take_rng_inputs(rng) there.
   RngPlan rng;
 };
-// Functionalize, joint, transform, partition: logged on KILN_LOGS=aot_joint_graph / aot_graphs and dumped to
-// KILN_DEBUG_DIR/aot/<graph>/{joint,forward,backward}.kir.
+// The stages of aot/stages.h (expand, functionalize, rng, joint, transform, partition), each checked after it
+// runs: logged on KILN_LOGS=aot_joint_graph / aot_graphs / passes and dumped to
+// KILN_DEBUG_DIR/aot/NNN_<graph>/ (NN_<stage>.kir, then joint.kir, forward.kir, backward.kir).
 AotGraphs aot_graphs(const graph::Graph& g, const std::vector<bool>& requires_grad, const AotConfig& config);
 
 // The compiled function of `g`: thread-safe; compiles the training graphs once per set of inputs requiring grad.

@@ -1,16 +1,13 @@
 // The backend registry (see backends.h).
 #include "api/backends.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
-#include "aot/compiled.h"
+#include "api/pipeline.h"
 #include "core/error.h"
-#include "core/inject.h"
 #include "core/options.h"
-#include "graph/interpreter.h"
-#include "inductor/compile.h"
-#include "inductor/decompose.h"
 
 namespace kiln {
 
@@ -18,149 +15,118 @@ namespace {
 
 std::mutex g_mutex;
 
-CompileOptions cuda_options() {
-  CompileOptions options;
-  options.backend = "inductor_cuda";
-  options.device = "cuda";
+// kiln's backends (the pipeline's rungs) and whatever was registered since, by name.
+std::map<std::string, BackendEntry>& registry() {
+  static std::map<std::string, BackendEntry> r = [] {
+    std::map<std::string, BackendEntry> m;
+    for (BackendEntry& e : pipeline_backends()) {
+      std::string name = e.name;
+      m.emplace(std::move(name), std::move(e));
+    }
+    return m;
+  }();
+  return r;
+}
+
+// The options a backend's programs compile with when the caller gives none but the backend's own.
+CompileOptions options_for(const BackendEntry& e, CompileOptions options = {}) {
+  options.backend = e.name;
+  options.device = e.device;
   return options;
 }
 
-// The AOT autograd backends (docs/aot.md): aot_eager runs both halves in the interpreter,
-// aot_eager_decomp_partition decomposes the joint graph to the primitive set first (the inductor's decompose
-// pass, KILN_INJECT decomposition bugs included) and partitions it with min-cut, inductor compiles both halves.
-}  // namespace
-
-bool backend_supports_autograd(const std::string& name) {
-  return name == "aot_eager" || name == "aot_eager_decomp_partition" || name == "inductor";
-}
-
-aot::AotConfig aot_backend_config(const std::string& name, const std::string& repro_stage) {
-  aot::AotConfig config;
-  config.backend = name;
-  for (const InjectSpec::Entry& e : InjectSpec::for_compiler().entries)
-    if (e.kind == InjectKind::Vjp) config.joint.wrong_vjp.push_back(find_op(e.target)->id);
-  if (name == "inductor") {
-    // PyTorch's inductor partitions with min-cut rematerialisation too.
-    config.policy = aot::PartitionPolicy::MinCut;
-    auto compiler = [](const std::string& stage) {
-      return [stage](const graph::Graph& g) -> aot::Program {
-        CompileOptions options;
-        options.repro_stage = stage;
-        std::shared_ptr<CompiledGraph> program = compile(g, options);
-        return [program](const std::vector<Tensor>& in) { return (*program)(in); };
-      };
-    };
-    config.compile = compiler(repro_stage);
-    config.compile_halves = compiler("aot");  // KILN_REPRO_AFTER=aot: the forward and backward graphs
-    return config;
-  }
-  if (name == "aot_eager_decomp_partition") {
-    config.policy = aot::PartitionPolicy::MinCut;  // as PyTorch's: the min-cut rematerialisation partitioner
-    config.transform_joint = [](const graph::Graph& joint) {
-      inductor::CompileContext ctx;
-      ctx.inject = InjectSpec::for_compiler();
-      return inductor::decompose_composites(joint, ctx);
-    };
-  }
-  config.compile = [](const graph::Graph& g) -> aot::Program {  // run_graph per call: threads may share it
-    auto keep = std::make_shared<graph::Graph>(g);
-    return [keep](const std::vector<Tensor>& in) { return graph::run_graph(*keep, in); };
-  };
-  return config;
-}
-
-namespace {
-
-aot::Program aot_program(const std::string& name, const graph::Graph& g, const std::string& repro_stage) {
-  return aot::aot_compile(g, aot_backend_config(name, repro_stage));
-}
-
-std::map<std::string, BackendFn>& backends() {
-  static std::map<std::string, BackendFn> b = {
-      {"eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return graph::run_graph(g, in); }},
-      {"inductor", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g))(in); }},
-#ifdef KILN_HAVE_CUDA
-      // The CUDA backend (docs/cuda.md): kernels generated as CUDA C and run on the GPU, host tensors staged.
-      {"inductor_cuda", [](const graph::Graph& g, const std::vector<Tensor>& in) { return (*compile(g, cuda_options()))(in); }},
-#endif
-      {"aot_eager", [](const graph::Graph& g, const std::vector<Tensor>& in) { return aot_program("aot_eager", g, "backend")(in); }},
-      {"aot_eager_decomp_partition", [](const graph::Graph& g, const std::vector<Tensor>& in) {
-         return aot_program("aot_eager_decomp_partition", g, "backend")(in);
-       }},
-  };
-  return b;
-}
-
-GraphProgram program_of(std::shared_ptr<CompiledGraph> compiled) {
-  return [compiled](const std::vector<Tensor>& in) { return (*compiled)(in); };
-}
-
-std::map<std::string, BackendCompileFn>& compilers() {
-  static std::map<std::string, BackendCompileFn> c = {
-      {"inductor", [](const graph::Graph& g) { return program_of(compile(g)); }},
-#ifdef KILN_HAVE_CUDA
-      {"inductor_cuda", [](const graph::Graph& g) { return program_of(compile(g, cuda_options())); }},
-#endif
-  };
-  return c;
+// The registered backends that compile for `device`, for the error that sends a user to one.
+std::vector<std::string> backends_on(const std::string& device) {
+  std::lock_guard lock(g_mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, e] : registry())
+    if (e.device == device) names.push_back(name);
+  return names;
 }
 
 }  // namespace
+
+void register_backend(BackendEntry entry) {
+  std::lock_guard lock(g_mutex);
+  std::string name = entry.name;
+  registry()[name] = std::move(entry);
+}
 
 void register_backend(const std::string& name, BackendFn fn) {
-  std::lock_guard lock(g_mutex);
-  backends()[name] = std::move(fn);
+  BackendEntry e;
+  e.name = name;
+  e.compile = [fn = std::move(fn)](const graph::Graph& g, const CompileOptions&) -> GraphProgram {
+    auto graph = std::make_shared<graph::Graph>(g);
+    return [fn, graph](const std::vector<Tensor>& in) { return fn(*graph, in); };
+  };
+  register_backend(std::move(e));
 }
 
 void register_backend_compiler(const std::string& name, BackendCompileFn fn) {
   std::lock_guard lock(g_mutex);
-  compilers()[name] = std::move(fn);
-}
-
-const BackendCompileFn* find_backend_compiler(const std::string& name) {
-  std::lock_guard lock(g_mutex);
-  auto it = compilers().find(name);
-  return it == compilers().end() ? nullptr : &it->second;
+  auto it = registry().find(name);
+  KILN_ASSERT(it != registry().end(), "register_backend_compiler: no backend '{}' to give a compile step", name);
+  it->second.compiles_ahead = true;
+  it->second.compile = [fn = std::move(fn)](const graph::Graph& g, const CompileOptions&) { return fn(g); };
 }
 
 std::vector<std::string> backend_names() {
   std::lock_guard lock(g_mutex);
   std::vector<std::string> names;
-  for (const auto& [name, fn] : backends()) names.push_back(name);
+  for (const auto& [name, e] : registry()) names.push_back(name);
   return names;
 }
 
-const BackendFn& find_backend(const std::string& name) {
-  check_options();  // every tool picks its backend here: no backend runs with an invalid KILN_* setting
+BackendEntry backend_entry(const std::string& name) {
   {
     std::lock_guard lock(g_mutex);
-    auto it = backends().find(name);
-    if (it != backends().end()) return it->second;
+    auto it = registry().find(name);
+    if (it != registry().end()) return it->second;
   }
   fail("unknown backend '{}' (available: {})", name, fmt::join(backend_names(), ", "));
 }
 
-void check_backend_mode(const std::string& name, const std::string& mode) {
+void check_mode_on_device(const std::string& label, const std::string& device, const std::string& mode) {
   check_compile_mode(mode);
-  KILN_CHECK(mode == "default" || name == "inductor_cuda", "{}, which needs backend inductor_cuda; backend {} has only "
-             "mode default", compile_mode_needs_cuda(mode), name);
+  const std::string problem = compile_mode_problem(mode, device);
+  if (problem.empty()) return;
+  std::vector<std::string> modes;
+  for (const std::string& m : compile_modes())
+    if (compile_mode_problem(m, device).empty()) modes.push_back(m);
+  fail("{}, which needs backend {}; backend {} has only mode{} {}", problem, fmt::join(backends_on("cuda"), " or "), label,
+       modes.size() == 1 ? "" : "s", fmt::join(modes, ", "));
 }
 
-GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, const std::string& repro_stage,
-                                 const std::string& mode) {
-  check_backend_mode(name, mode);
-#ifdef KILN_HAVE_CUDA
-  if (mode != "default") {
-    CompileOptions options = cuda_options();
-    options.repro_stage = repro_stage;
-    options.mode = mode;
-    return program_of(compile(g, options));
-  }
-#endif
-  if (backend_supports_autograd(name)) return aot_program(name, g, repro_stage);
-  BackendFn run = find_backend(name);
-  auto graph = std::make_shared<graph::Graph>(g);
-  return [run, graph](const std::vector<Tensor>& in) { return run(*graph, in); };
+void check_backend_options(const std::string& name, const CompileOptions& options) {
+  check_mode_on_device(name, backend_entry(name).device, options.mode);
+}
+
+GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, CompileOptions options) {
+  check_options();  // every tool picks its backend here: no backend runs with an invalid KILN_* setting
+  const BackendEntry e = backend_entry(name);
+  check_mode_on_device(name, e.device, options.mode);
+  return e.compile(g, options_for(e, std::move(options)));
+}
+
+BackendFn find_backend(const std::string& name) {
+  check_options();
+  BackendEntry e = backend_entry(name);
+  return [e = std::move(e)](const graph::Graph& g, const std::vector<Tensor>& in) {
+    return e.compile(g, options_for(e))(in);
+  };
+}
+
+std::optional<BackendCompileFn> find_backend_compiler(const std::string& name) {
+  std::lock_guard lock(g_mutex);
+  auto it = registry().find(name);
+  if (it == registry().end() || !it->second.compiles_ahead) return std::nullopt;
+  return [e = it->second](const graph::Graph& g) { return e.compile(g, options_for(e)); };
+}
+
+bool backend_supports_autograd(const std::string& name) {
+  std::lock_guard lock(g_mutex);
+  auto it = registry().find(name);
+  return it != registry().end() && it->second.trains;
 }
 
 }  // namespace kiln

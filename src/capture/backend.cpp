@@ -75,7 +75,7 @@ GraphProgram compile_segment(const BackendChoice& backend, const Segment& segmen
   dump_segment(segment);
   try {
     if (backend.custom) return backend.custom(segment.graph, segment.example_inputs);
-    return compile_for_backend(backend.name, segment.graph, "capture", backend.mode);
+    return compile_for_backend(backend.name, segment.graph, CompileOptions{.repro_stage = "capture", .mode = backend.mode});
   } catch (const Error& e) {
     if (!backend.suppress_errors) throw;
     std::fprintf(stderr, "kiln: warning: backend '%s' failed on %s: %s; that graph runs eagerly (suppress_errors)\n",

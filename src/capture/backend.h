@@ -1,5 +1,5 @@
 // How capture compiles a captured graph: through the backend registry's compile_for_backend (a registry
-// name: eager, inductor, and later aot_eager, ...) or a user's backend function, with suppress_errors
+// name: eager, aot_eager, inductor, ...: api/pipeline.h) or a user's backend function, with suppress_errors
 // (a graph whose compile fails warns and runs eagerly), KILN_LOGS=graph_code and KILN_DEBUG_DIR dumps.
 #pragma once
 #include <functional>
@@ -17,7 +17,7 @@ struct BackendChoice {
   std::string name;  // resolved: the option, else KILN_BACKEND, else "inductor" ("custom" for a function)
   CustomBackend custom;
   bool suppress_errors = false;
-  std::string mode = "default";  // CaptureOptions::mode, checked against the backend at kiln::compile
+  std::string mode = "default";  // CaptureOptions::mode, checked against the backend at kiln::compile, passed on
 };
 
 // The backend name a compiled function uses now: `requested`, else KILN_BACKEND, else "inductor".

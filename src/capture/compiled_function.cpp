@@ -25,13 +25,12 @@ CompiledFunction::CompiledFunction(CaptureOptions options, SourceSite compiled_a
     fail("kiln::compile at {}: {}", compiled_at_.str(), e.what());
   }
   std::string backend = resolve_backend_name(options_.backend, bool(options_.custom_backend));
-  if (!options_.custom_backend) find_backend(backend);  // an unknown name is an error here, listing the names
-  if (options_.mode != "default") {
-    try {
-      check_backend_mode(options_.custom_backend ? "a custom backend" : backend, options_.mode);
-    } catch (const Error& e) {
-      fail("kiln::compile at {}: {}", compiled_at_.str(), e.what());
-    }
+  if (!options_.custom_backend) backend_entry(backend);  // an unknown name is an error here, listing the names
+  try {  // and so is a mode the backend's device has not
+    if (options_.custom_backend) check_mode_on_device("a custom backend", "cpu", options_.mode);
+    else check_backend_options(backend, CompileOptions{.mode = options_.mode});
+  } catch (const Error& e) {
+    fail("kiln::compile at {}: {}", compiled_at_.str(), e.what());
   }
 }
 

@@ -130,21 +130,6 @@ std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const Com
 
 }  // namespace
 
-namespace {
-std::mutex g_default_mode_mutex;
-std::string g_default_mode = "default";
-}  // namespace
-
-void set_default_compile_mode(std::string mode) {
-  std::lock_guard lock(g_default_mode_mutex);
-  g_default_mode = std::move(mode);
-}
-
-std::string default_compile_mode() {
-  std::lock_guard lock(g_default_mode_mutex);
-  return g_default_mode;
-}
-
 const std::vector<std::string>& compile_modes() {
   static const std::vector<std::string> modes = {"default", "reduce-overhead", "max-autotune"};
   return modes;
@@ -164,21 +149,23 @@ std::string compile_mode_needs_cuda(const std::string& mode) {
   return "";
 }
 
+std::string compile_mode_problem(const std::string& mode, const std::string& device) {
+  return mode == "default" || device == "cuda" ? "" : compile_mode_needs_cuda(mode);
+}
+
 namespace {
-// `options` with its mode resolved (empty: default_compile_mode()) and checked against what each mode needs.
-CompileOptions with_mode(CompileOptions options) {
-  if (options.mode.empty()) options.mode = default_compile_mode();
+// kiln::Error unless `options`' mode is known and compiles for its device.
+void check_mode(const CompileOptions& options) {
   check_compile_mode(options.mode);
-  KILN_CHECK(options.mode == "default" || options.device == "cuda",
-             "{}, which needs the CUDA backend (--backend inductor_cuda; CompileOptions::device = \"cuda\"), not "
-             "device '{}'", compile_mode_needs_cuda(options.mode), options.device);
-  return options;
+  const std::string problem = compile_mode_problem(options.mode, options.device);
+  KILN_CHECK(problem.empty(), "{}, which needs the CUDA backend (--backend inductor_cuda; CompileOptions::device = "
+             "\"cuda\"), not device '{}'", problem, options.device);
 }
 }  // namespace
 
-std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& requested) {
+std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptions& options) {
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
-  const CompileOptions options = with_mode(requested);
+  check_mode(options);
   check_bisect_settings();
   CompileHook* hook = active_hook(options.repro_stage);
   if (hook) hook->compile_started(g, options.backend);

@@ -18,9 +18,9 @@ struct CompileOptions {
   // the first call and replays it (inputs copied into static buffers; docs/cuda.md). Needs device "cuda" and a
   // program without host steps (a kiln::Error at compile time names the step that cannot be captured);
   // "max-autotune": the CUDA backend times each kernel at a few launch shapes at its first launch and keeps the
-  // fastest (cached on disk; docs/cuda.md). Both need device "cuda" (compile_mode_needs_cuda).
-  // Empty: default_compile_mode().
-  std::string mode;
+  // fastest (cached on disk; docs/cuda.md). Both need device "cuda" (compile_mode_problem). Passed, never
+  // global: `kiln run --mode` and CaptureOptions::mode set it on the options they compile with.
+  std::string mode = "default";
   // Return the already compiled program for a structurally equal graph compiled with the same options
   // (in memory, this process; KILN_BISECT_* settings are part of the key). Never used while debug dumps,
   // compiler logs or the repro hook are on, since those must see every compilation happen.
@@ -33,9 +33,9 @@ const std::vector<std::string>& compile_modes();
 void check_compile_mode(const std::string& mode, const std::string& where = "");
 // Why `mode` needs the CUDA backend (inductor_cuda), for the errors that refuse it elsewhere; "" for "default".
 std::string compile_mode_needs_cuda(const std::string& mode);
-
-// The mode of compiles that name none: "default" unless set (`kiln run --mode` sets it for the process).
-void set_default_compile_mode(std::string mode);
-std::string default_compile_mode();
+// The one rule of which device a compile mode runs on: "" when `mode` (a known one: check_compile_mode) compiles
+// for `device`, else what the mode does that needs device "cuda". kiln::compile and the backend registry
+// (check_backend_options) both ask here and word the answer for their callers.
+std::string compile_mode_problem(const std::string& mode, const std::string& device);
 
 }  // namespace kiln
