@@ -18,6 +18,7 @@
 #include "eager/philox.h"
 #include "graph/compare.h"
 #include "graph/graph.h"
+#include "inductor/compile_options.h"
 
 namespace kiln {
 

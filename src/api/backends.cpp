@@ -55,6 +55,7 @@ void register_backend(BackendEntry entry) {
 void register_backend(const std::string& name, BackendFn fn) {
   BackendEntry e;
   e.name = name;
+  e.run = fn;
   e.compile = [fn = std::move(fn)](const graph::Graph& g, const CompileOptions&) -> GraphProgram {
     auto graph = std::make_shared<graph::Graph>(g);
     return [fn, graph](const std::vector<Tensor>& in) { return fn(*graph, in); };
@@ -111,6 +112,7 @@ GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g,
 BackendFn find_backend(const std::string& name) {
   check_options();
   BackendEntry e = backend_entry(name);
+  if (e.run) return e.run;
   return [e = std::move(e)](const graph::Graph& g, const std::vector<Tensor>& in) {
     return e.compile(g, options_for(e))(in);
   };

@@ -36,6 +36,9 @@ struct BackendEntry {
   bool compiles_ahead = false;
   // The backend's program for `g` under `options` (options.backend is this entry's name; checked already).
   std::function<GraphProgram(const graph::Graph&, const CompileOptions&)> compile;
+  // A run-only backend's run (register_backend(name, fn)): what find_backend returns, kept when a compile step
+  // is added (whose program may call it); empty for kiln's backends, whose runs compile.
+  BackendFn run;
 };
 
 void register_backend(BackendEntry entry);
@@ -57,8 +60,9 @@ void check_mode_on_device(const std::string& label, const std::string& device, c
 // The one route from a backend name to a program: checks the options, then the entry's compile (kiln's backends:
 // the pipeline). `options.backend` and `options.device` are filled in from the entry.
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, CompileOptions options = {});
-// A run of backend `name` that compiles with default options on every call (compile_for_backend per call; the
-// inductor's graph cache makes the repeats cheap). Checks the KILN_* settings first.
+// A run of backend `name`: a run-only backend's own run, else one that compiles with default options on every
+// call (compile_for_backend per call; the inductor's graph cache makes the repeats cheap). Checks the KILN_*
+// settings first.
 BackendFn find_backend(const std::string& name);
 // The compile step of backend `name` (compile_for_backend with default options), or nullopt when it has none
 // (compiles_ahead false: then only a run tells).
