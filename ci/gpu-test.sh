@@ -5,9 +5,10 @@
 #
 #   bash ci/gpu-test.sh                 build here with cmake -j$(nproc), then run
 #   bash ci/gpu-test.sh --check         only say what this machine lacks for the build (exit 1 if anything)
-#   bash ci/gpu-test.sh --make-bundle F [tests|bench|all]
+#   bash ci/gpu-test.sh --make-bundle F [tests|tests-no-cli|bench|all]
 #                                       on a build machine: pack kiln-tests (default), kiln-bench or both, the kiln
-#                                       CLI with the tests, and every shared library they load (glibc's loader
+#                                       CLI with the tests (not with tests-no-cli, when the tree leaves too little
+#                                       room: the GPU CLI tests then skip), and every shared library they load (glibc's loader
 #                                       included) into F (.tar.xz), for a GPU machine that cannot build kiln (the
 #                                       device machine lacks LLVM 19: --check). ICU's 31 MB data library (loaded
 #                                       only for libxml2's encodings inside LLVM, which kiln never uses) is
@@ -90,9 +91,10 @@ case "${1:-}" in
     parts=${3:-tests}
     case $parts in
       tests) bins=(build/tests/kiln-tests build/kiln) ;;
+      tests-no-cli) bins=(build/tests/kiln-tests) ;;  # smaller: the GPU CLI tests then skip
       bench) bins=(build/bench/kiln-bench) ;;
       all) bins=(build/tests/kiln-tests build/kiln build/bench/kiln-bench) ;;
-      *) echo "gpu-test.sh: --make-bundle FILE [tests|bench|all]: unknown part '$parts'" >&2; exit 2 ;;
+      *) echo "gpu-test.sh: --make-bundle FILE [tests|tests-no-cli|bench|all]: unknown part '$parts'" >&2; exit 2 ;;
     esac
     stage=$(mktemp -d)
     trap 'rm -rf "$stage"' EXIT
