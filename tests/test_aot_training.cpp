@@ -114,3 +114,28 @@ TEST(AotTraining, AttentionTwentySgdStepsMatchEager) {
 }
 
 }  // namespace
+
+namespace kiln {
+namespace {
+
+// A value the forward both returns and saves for the backward (relu's result: its VJP reads the mask from it)
+// must not make the output's history hold itself: once the caller drops the output, its compiled backward node
+// and the training step's saved activations are freed (a cycle kept every step's memory until exit).
+TEST(AotTraining, AnOutputThatIsAlsoSavedLeavesNoCycle) {
+  graph::Graph g = graph::parse_graph("graph f(%x: f32[64] grad) {\n  %y = relu(%x) : f32[64]\n  return %y\n}\n");
+  for (const char* backend : {"aot_eager", "inductor"}) {
+    GraphProgram program = compile_for_backend(backend, g);
+    Tensor x = randn({64});
+    x.set_requires_grad(true);
+    std::weak_ptr<Node> node;
+    {
+      std::vector<Tensor> out = program({x});
+      ASSERT_TRUE(out[0].grad_fn()) << backend << ": the output has the compiled backward as its history";
+      node = out[0].grad_fn();
+    }
+    EXPECT_TRUE(node.expired()) << backend << ": the backward node outlived every output that refers to it";
+  }
+}
+
+}  // namespace
+}  // namespace kiln

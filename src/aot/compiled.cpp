@@ -129,6 +129,10 @@ class AotFunction {
     }
     const JointLayout& layout = t->graphs.joint.layout;
     std::vector<Tensor> saved(outs.begin() + layout.num_forward_outputs, outs.end());
+    // A saved value may be the very tensor a user output is (relu's result, saved for its backward and returned):
+    // the node keeps handles of its own, or the output's history (this node) would hold the node itself, a cycle
+    // that kept every training step's graphs and activations alive.
+    for (Tensor& s : saved) s = history_free_alias(s);
     // Saved values that share an input's storage are taken before the copy-back writes it (as eager's in-place
     // nodes save a snapshot of `self`).
     for (Tensor& s : saved)

@@ -94,8 +94,11 @@ void check_mode_on_device(const std::string& label, const std::string& device, c
   std::vector<std::string> modes;
   for (const std::string& m : compile_modes())
     if (compile_mode_problem(m, device).empty()) modes.push_back(m);
-  fail("{}, which needs backend {}; backend {} has only mode{} {}", problem, fmt::join(backends_on("cuda"), " or "), label,
-       modes.size() == 1 ? "" : "s", fmt::join(modes, ", "));
+  const std::vector<std::string> cuda = backends_on("cuda");
+  const std::string needed = cuda.empty() ? "a CUDA backend (this build has none)"
+                                          : fmt::format("backend {}", fmt::join(cuda, " or "));
+  fail("{}, which needs {}; backend {} has only mode{} {}", problem, needed, label, modes.size() == 1 ? "" : "s",
+       fmt::join(modes, ", "));
 }
 
 void check_backend_options(const std::string& name, const CompileOptions& options) {
