@@ -147,7 +147,11 @@ int run_run(const RunArgs& a) {
   }
 
   manual_seed(seed);  // random ops draw the same numbers in every run of this graph with this seed
-  std::vector<Tensor> outputs = compile_for_backend(backend_name, g, options)(graph::copy_inputs(inputs));
+  std::vector<Tensor> outputs;
+  {
+    NoGradGuard forward_only;  // the forward outputs, as the fp64 reference computes them (--grad trains below)
+    outputs = compile_for_backend(backend_name, g, options)(graph::copy_inputs(inputs));
+  }
   // File and value names are the user's: terminal_safe, so a name cannot move the cursor or retitle the window.
   fmt::print("{} ({} {}, backend {}):\n", terminal_safe(a.file), inputs.size(), terminal_safe(src.input_desc),
              terminal_safe(backend_name));

@@ -115,9 +115,9 @@ GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g,
 BackendFn find_backend(const std::string& name) {
   check_options();
   BackendEntry e = backend_entry(name);
-  if (e.run) return e.run;
   return [e = std::move(e)](const graph::Graph& g, const std::vector<Tensor>& in) {
-    return e.compile(g, options_for(e))(in);
+    NoGradGuard forward_only;
+    return e.run ? e.run(g, in) : e.compile(g, options_for(e))(in);
   };
 }
 
@@ -125,7 +125,13 @@ std::optional<BackendCompileFn> find_backend_compiler(const std::string& name) {
   std::lock_guard lock(g_mutex);
   auto it = registry().find(name);
   if (it == registry().end() || !it->second.compiles_ahead) return std::nullopt;
-  return [e = it->second](const graph::Graph& g) { return e.compile(g, options_for(e)); };
+  return [e = it->second](const graph::Graph& g) -> GraphProgram {
+    GraphProgram program = e.compile(g, options_for(e));
+    return [program](const std::vector<Tensor>& in) {
+      NoGradGuard forward_only;
+      return program(in);
+    };
+  };
 }
 
 bool backend_supports_autograd(const std::string& name) {

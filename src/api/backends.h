@@ -60,12 +60,13 @@ void check_mode_on_device(const std::string& label, const std::string& device, c
 // The one route from a backend name to a program: checks the options, then the entry's compile (kiln's backends:
 // the pipeline). `options.backend` and `options.device` are filled in from the entry.
 GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g, CompileOptions options = {});
-// A run of backend `name`: a run-only backend's own run, else one that compiles with default options on every
-// call (compile_for_backend per call; the inductor's graph cache makes the repeats cheap). Checks the KILN_*
-// settings first.
+// A forward run of backend `name`, as the tools run one beside the reference interpreter (autograd off: inputs
+// marked `grad` get no training step, on every backend alike; training goes through compile_for_backend, as
+// repro/training.h does): a run-only backend's own run, else one that compiles with default options on every
+// call (the inductor's graph cache makes the repeats cheap). Checks the KILN_* settings first.
 BackendFn find_backend(const std::string& name);
-// The compile step of backend `name` (compile_for_backend with default options), or nullopt when it has none
-// (compiles_ahead false: then only a run tells).
+// The compile step of backend `name` (compile_for_backend with default options; its program runs forward as
+// find_backend does), or nullopt when it has none (compiles_ahead false: then only a run tells).
 std::optional<BackendCompileFn> find_backend_compiler(const std::string& name);
 // Whether backend `name` trains (BackendEntry::trains); false for an unknown name.
 bool backend_supports_autograd(const std::string& name);
