@@ -169,7 +169,7 @@ class StageDump {
 std::vector<AotStage> aot_stages() {
   return {
       {"expand", expand, nullptr, the_graph},
-      {"functionalize", functionalize_stage, functional_and_every_write_kept, the_graph},
+      {"functionalize", functionalize_stage, functional_and_every_write_kept, the_graph, /*invariant_reads_input=*/true},
       {"rng", rng, nullptr, the_graph},
       {"joint", joint, joint_layout_holds, the_joint},
       {"transform", transform, joint_layout_holds, the_joint},
@@ -185,8 +185,7 @@ AotGraphs run_aot_stages(const Graph& g, const std::vector<bool>& requires_grad,
   for (size_t i = 0; i < stages.size(); ++i) {
     const AotStage& stage = stages[i];
     const auto start = Clock::now();
-    std::optional<Graph> input;
-    if (stage.invariant) input = state.graph;
+    const Graph input = stage.invariant_reads_input ? state.graph : Graph{};
     stage.run(state, config);
     const Graphs graphs = stage.graphs ? stage.graphs(state) : Graphs{};
     for (const auto& [name, graph] : graphs) {
@@ -199,7 +198,7 @@ AotGraphs run_aot_stages(const Graph& g, const std::vector<bool>& requires_grad,
       dump.write(fmt::format("{:02}_{}{}.kir", i + 1, stage.name, name.empty() ? "" : "_" + name), *graph);
     }
     if (stage.invariant)
-      if (std::optional<std::string> wrong = stage.invariant(*input, state))
+      if (std::optional<std::string> wrong = stage.invariant(input, state))
         internal_fail("AOT stage {} of graph {} broke its invariant: {}", stage.name, g.name, *wrong);
     KILN_LOG(LogChannel::Passes, "aot: graph {}: stage {} ({:.2f} ms)", g.name, stage.name,
              std::chrono::duration<double, std::milli>(Clock::now() - start).count());

@@ -27,10 +27,12 @@ struct AotStage {
   std::string name;
   std::function<void(AotState&, const AotConfig&)> run;
   // What must hold after the stage besides every graph verifying: nullopt, or what is wrong. `input` is the
-  // graph the stage read (AotState::graph before it ran).
+  // graph the stage read (AotState::graph before it ran), kept for the check only when `invariant_reads_input`
+  // (a copy of the graph; an empty graph otherwise).
   std::function<std::optional<std::string>(const graph::Graph& input, const AotState& after)> invariant;
   // The graphs the stage produced, for the verifier and the dump: name -> graph.
   std::function<std::vector<std::pair<std::string, const graph::Graph*>>(const AotState&)> graphs;
+  bool invariant_reads_input = false;
 };
 
 // The stages in order (the one list: aot_graphs runs it; tests replace a stage to check the checks).
