@@ -1,11 +1,11 @@
-# Sourced by the CI scripts: `tally PASSED FAILED WHAT` adds one line to the file $KILN_CI_TALLY names (set by
+# Sourced by the CI scripts: `tally PASSED FAILED WHAT` adds one line to the file $CI_TALLY_FILE names (set by
 # .ci/run, which sums the lines into its closing `ci: N passed, M failed`); without it, only prints the line.
 # ctest_tally DIR LOG: the counts of ctest's own summary line in LOG ("97% tests passed, 3 tests failed out of
 # 100"), or one failure when ctest printed none (it could not run the tests at all). The failed tests' names
 # (the first 20 of ctest's "The following tests FAILED" list) go into the line, so the log's last lines name them.
 tally() {
   echo "tally: $1 passed, $2 failed: $3"
-  if [[ -n ${KILN_CI_TALLY:-} ]]; then printf '%s %s %s\n' "$1" "$2" "$3" >> "$KILN_CI_TALLY"; fi
+  if [[ -n ${CI_TALLY_FILE:-} ]]; then printf '%s %s %s\n' "$1" "$2" "$3" >> "$CI_TALLY_FILE"; fi
 }
 ctest_tally() {
   local line total failed
