@@ -49,11 +49,11 @@ TEST(CaptureLines, TheCaptureChannelNamesEachOpsLine) {
   auto f = compile([](const Tensor& x) { return exp(x) / 2.0; }, {.backend = "eager", .name = "f"});
   testing::internal::CaptureStderr();
   {
-    ScopedOption logs(Opt::Logs, "capture");
+    ScopedOption logs(Opt::Logs, "capture_ops");
     f(iota({2}));
   }
   std::string err = testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find(fmt::format("[kiln:capture] f ({}): recorded exp at {} (graph 1, op 1)", here(line), here(line))),
+  EXPECT_NE(err.find(fmt::format("[kiln:capture_ops] f ({}): recorded exp at {} (graph 1, op 1)", here(line), here(line))),
             std::string::npos)
       << err;
   EXPECT_NE(err.find(fmt::format("recorded div at {} (graph 1, op 2)", here(line))), std::string::npos) << err;

@@ -242,7 +242,7 @@ TEST_F(CliTest, EveryLogChannelPrints) {
   const std::map<std::string, std::string> producer = {
       {"interpreter", "kiln run " + example("softmax.kir") + " --backend eager"}, {"graph_breaks", capture_demo},
       {"recompiles", capture_demo}, {"recompiles_verbose", capture_demo}, {"guards", capture_demo},
-      {"graph_code", capture_demo}, {"capture", capture_demo},
+      {"graph_code", capture_demo}, {"capture_ops", capture_demo},
       {"partitioner", "kiln aot --partition min-cut " + example("mlp.kir")},
       {"aot_joint_graph", "kiln aot " + example("mlp.kir")}, {"aot_graphs", "kiln aot " + example("mlp.kir")},
       // max-autotune times kernels on a GPU: CudaGpuAutotuneCli (test_cuda_autotune.cpp) checks it prints there.

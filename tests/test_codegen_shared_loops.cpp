@@ -17,7 +17,7 @@
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "backends/cpu/backend.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/compile.h"
 #include "inductor/decompose.h"
 #include "inductor/lowering.h"
@@ -59,7 +59,7 @@ struct Planned {
 
 Planned plan(const std::string& text) {
   inductor::CompileContext ctx;
-  ctx.target = kiln::cpu::host_backend().target();
+  ctx.target = kiln::cpu::host_code_generator().target();
   std::vector<bool> unrounded;
   graph::Graph g = inductor::decompose_composites(graph::parse_graph(text, "g.kir"), ctx, &unrounded);
   graph::run_pipeline(g, graph::cleanup_pipeline(), "inductor");

@@ -13,7 +13,7 @@
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "backends/cpu/backend.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/compile.h"
 #include "inductor/decompose.h"
 #include "inductor/lowering.h"
@@ -37,7 +37,7 @@ struct Scheduled {
 std::unique_ptr<Scheduled> schedule_of(const std::string& text) {
   auto p = std::make_unique<Scheduled>();
   CompileContext ctx;
-  ctx.target = kiln::cpu::host_backend().target();
+  ctx.target = kiln::cpu::host_code_generator().target();
   ctx.target.streaming_threshold_bytes = 1;
   std::vector<bool> unrounded;
   p->graph = decompose_composites(graph::parse_graph(text, "v.kir"), ctx, &unrounded);
@@ -45,7 +45,7 @@ std::unique_ptr<Scheduled> schedule_of(const std::string& text) {
   p->lowered = lower_graph(p->graph, graph::StorageModel(p->graph), ctx, unrounded);
   p->schedule = fuse(p->lowered, ctx);
   localise(p->schedule, p->lowered, ctx);
-  for (const SchedulePass& pass : kiln::cpu::host_backend().placement_passes()) pass.run(p->schedule, p->lowered, ctx);
+  for (const SchedulePass& pass : kiln::cpu::host_code_generator().placement_passes()) pass.run(p->schedule, p->lowered, ctx);
   plan_memory(p->schedule, p->lowered, ctx);
   return p;
 }

@@ -1,5 +1,5 @@
 // The inductor's pass list (src/inductor/compile.cpp): every pass dumps its result to KILN_DEBUG_DIR in order and
-// logs under its own name; the compile cache key is derived from the CompileContext; the CPU is a Backend.
+// logs under its own name; the compile cache key is derived from the CompileContext; the CPU is a CodeGenerator.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +11,9 @@
 #include "core/options.h"
 #include "graph/text.h"
 #include "backends/cpu/backend.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/compile.h"
+#include "inductor/compile_options.h"
 
 namespace kiln::cli_test {
 namespace {
@@ -36,7 +37,7 @@ TEST_F(CliTest, EveryPassDumpsItsResultToTheDebugDirInPipelineOrder) {
   ScopedOption dir(Opt::DebugDir, path("debug"));
   ScopedOption stream(Opt::StreamMinBytes, "1");
   std::shared_ptr<CompiledGraph> c = compile(graph::parse_graph(kSoftmax, "s.kir"));
-  const fs::path graph_dir = dir_ / "debug" / "inductor" / "s";
+  const fs::path graph_dir = dir_ / "debug" / "inductor" / "000_s";
   EXPECT_EQ(files_in(graph_dir),
             (std::vector<std::string>{"00_graph.kir", "01_context.txt", "02_decompose.kir", "03_lower.txt", "04_fuse.txt",
                                       "05_localise.txt", "06_stream.txt", "07_defer.txt", "08_plan_memory.txt"}));
@@ -50,6 +51,36 @@ TEST_F(CliTest, EveryPassDumpsItsResultToTheDebugDirInPipelineOrder) {
   EXPECT_EQ(read_text(graph_dir / "06_stream.txt").find("deferred into loop"), std::string::npos);
   EXPECT_EQ(read_text(graph_dir / "08_plan_memory.txt"), c->loop_ir());
   EXPECT_NE(read_text(graph_dir / "01_context.txt").find("streaming_threshold_bytes 1\n"), std::string::npos);
+}
+
+// KILN_DEBUG_DIR never overwrites one dump with another: a recompile of the same graph, a second graph of the
+// same name and another process each get a directory of their own, and index.tsv lists every one with its
+// graph and the process that wrote it.
+TEST_F(CliTest, DebugDumpsOfEqualNamesAndOfSeveralProcessesNeverOverwriteEachOther) {
+  const std::string debug = path("debug");
+  ScopedOption dir(Opt::DebugDir, debug);
+  compile(graph::parse_graph(kSoftmax, "s.kir"), CompileOptions{});
+  compile(graph::parse_graph("graph s(%x: f32[4, 16]) {\n  %y = exp(%x) : f32[4, 16]\n  return %y\n}\n", "s2.kir"),
+          CompileOptions{});
+  CliResult r = shell("kiln run " + file("s.kir", kSoftmax) + " --backend inductor",
+                      "KILN_DEBUG_DIR=" + debug + " KILN_CACHE_DIR=" + path("cache"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(dir_ / "debug" / "inductor")) dirs.push_back(e.path().filename().string());
+  std::sort(dirs.begin(), dirs.end());
+  EXPECT_EQ(dirs, (std::vector<std::string>{"000_s", "001_s", "002_s"}));
+  EXPECT_TRUE(contains(read_text(dir_ / "debug" / "inductor" / "000_s" / "00_graph.kir"), "softmax("));
+  EXPECT_TRUE(contains(read_text(dir_ / "debug" / "inductor" / "001_s" / "00_graph.kir"), "exp("));
+  EXPECT_TRUE(contains(read_text(dir_ / "debug" / "inductor" / "002_s" / "00_graph.kir"), "softmax("));
+  // The index: one line per directory claimed (the inductor's and its pass pipelines'), this process's and the
+  // CLI's, each with the graph's name and the pid.
+  const std::string index = read_text(dir_ / "debug" / "index.tsv");
+  const std::string mine = "\t" + std::to_string(::getpid()) + "\t";
+  for (const char* d : {"inductor/000_s\ts", "inductor/001_s\ts", "inductor/002_s\ts"})
+    EXPECT_TRUE(contains(index, std::string(d) + "\t")) << d << " not in\n" << index;
+  EXPECT_TRUE(contains(index, "inductor/000_s\ts" + mine)) << index;
+  EXPECT_FALSE(contains(index, "inductor/002_s\ts" + mine)) << "the CLI's compile is another process's:\n" << index;
+  EXPECT_TRUE(contains(index, " run ")) << "each line ends with the command line that wrote it:\n" << index;
 }
 
 TEST_F(CliTest, EveryPassLogsUnderItsOwnName) {
@@ -76,7 +107,7 @@ TEST_F(CliTest, EveryPassLogsUnderItsOwnName) {
 // The key is derived from the context: every field of the target is part of it.
 TEST(CompileContext, EveryTargetFieldIsPartOfTheKey) {
   inductor::CompileContext base;
-  base.target = kiln::cpu::host_backend().target();
+  base.target = kiln::cpu::host_code_generator().target();
   const std::string key = base.key_material();
   std::vector<std::function<void(inductor::Target&)>> changes = {
       [](inductor::Target& t) { t.backend += "x"; },
@@ -119,8 +150,8 @@ TEST(CompileContext, TheGraphCacheKeyFollowsTheTarget) {
   EXPECT_NE(first->loop_ir(), other->loop_ir());
 }
 
-TEST(Backend, TheHostBackendIsTheCpuWithItsPlacementPasses) {
-  const inductor::Backend& b = kiln::cpu::host_backend();
+TEST(CodeGenerator, TheHostCodeGeneratorIsTheCpuWithItsPlacementPasses) {
+  const inductor::CodeGenerator& b = kiln::cpu::host_code_generator();
   EXPECT_EQ(b.name(), "cpu");
   std::vector<std::string> passes;
   for (const inductor::SchedulePass& p : b.placement_passes()) passes.push_back(p.name);

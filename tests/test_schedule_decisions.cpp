@@ -9,7 +9,7 @@
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "backends/cpu/backend.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/lowering_probe.h"
@@ -21,7 +21,7 @@ namespace {
 
 // The decisions fuse and localise record for a graph written as .kir text.
 std::vector<std::string> schedule_decisions(const std::string& text, CompileContext ctx) {
-  ctx.target = kiln::cpu::host_backend().target();
+  ctx.target = kiln::cpu::host_code_generator().target();
   std::vector<bool> unrounded;
   graph::Graph g = decompose_composites(graph::parse_graph(text, "d.kir"), ctx, &unrounded);
   graph::run_pipeline(g, graph::cleanup_pipeline(), "inductor");
@@ -66,7 +66,7 @@ TEST(ScheduleDecisions, FusionTurnedOffIsTheReasonGiven) {
 
 TEST(ScheduleDecisions, ALocaliseRefusalSaysWhichLimitARowExceeds) {
   CompileContext ctx;
-  ctx.target = kiln::cpu::host_backend().target();
+  ctx.target = kiln::cpu::host_code_generator().target();
   const int64_t cols = ctx.target.max_local_row_bytes / 4 + 16;  // one f32 row just over the limit
   const std::string softmax = "graph s(%x: f32[4, " + std::to_string(cols) + "]) {\n  %y = softmax(%x, -1) : f32[4, " +
                               std::to_string(cols) + "]\n  return %y\n}\n";

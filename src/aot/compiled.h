@@ -8,12 +8,14 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "aot/joint.h"
 #include "aot/partition.h"
 #include "aot/rng.h"
+#include "core/bisect.h"
 #include "graph/graph.h"
 
 namespace kiln::aot {
@@ -31,6 +33,11 @@ struct AotConfig {
   // watches them, while the inference graph keeps the caller's stage).
   ProgramCompiler compile_halves;
   JointOptions joint;       // bug injection (KILN_INJECT=<op>:vjp)
+  // KILN_INJECT=partition:accuracy: the min-cut partitioner's backward recomputes each floating value wrongly.
+  bool wrong_partition = false;
+  // The bisection settings the stages obey (the transform's decompositions ask should_run); nullopt: the
+  // enclosing scope's, else KILN_BISECT_*'s (core/bisect.h). The graphs compile with the backend's own options.
+  std::optional<BisectSettings> bisect;
 };
 
 // The three graphs of one training compile, as `kiln aot` writes them.

@@ -7,10 +7,11 @@
 
 namespace kiln::aot {
 
-Partition partition_joint(const graph::Graph& joint, const JointLayout& layout, PartitionPolicy policy) {
+Partition partition_joint(const graph::Graph& joint, const JointLayout& layout, PartitionPolicy policy,
+                          bool wrong_recompute) {
   switch (policy) {
     case PartitionPolicy::SaveNeeded: return partition_save_needed(joint, layout);
-    case PartitionPolicy::MinCut: return partition_min_cut(joint, layout);
+    case PartitionPolicy::MinCut: return partition_min_cut(joint, layout, {.wrong_recompute = wrong_recompute});
   }
   internal_fail("partition_joint: unknown partition policy {}", int(policy));
 }

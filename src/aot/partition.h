@@ -38,6 +38,9 @@ struct Partition {
   std::vector<PartitionDecision> decisions;
 };
 
-Partition partition_joint(const graph::Graph& joint, const JointLayout& layout, PartitionPolicy policy);
+// `wrong_recompute`: KILN_INJECT=partition:accuracy (AotConfig::wrong_partition): the min-cut partitioner's
+// backward computes each floating value it recomputes as value + 1; the default partitioner recomputes nothing.
+Partition partition_joint(const graph::Graph& joint, const JointLayout& layout, PartitionPolicy policy,
+                          bool wrong_recompute = false);
 
 }  // namespace kiln::aot

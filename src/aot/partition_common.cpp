@@ -4,7 +4,6 @@
 
 #include "aot/partition_impl.h"
 #include "core/fired.h"
-#include "core/inject.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "graph/interpreter.h"
@@ -219,14 +218,7 @@ void copy_node_keeping_saved(const Node& n, graph::GraphCloner& c, const std::ve
   }
 }
 
-// KILN_INJECT=partition:accuracy (the wrong partition of the tools' tests): the min-cut partitioner's backward
-// computes each floating value it recomputes as value + 1 (each: a single wrong value can vanish from the gradients,
-// as a log-softmax's row max does by the softmax's shift invariance). Nothing changes unless asked for.
-bool wrong_partition_injected(std::string_view partitioner) {
-  const InjectSpec inject = InjectSpec::from_options();
-  return partitioner == "min-cut" && inject.wants("partition", InjectKind::Accuracy);
-}
-
+// MinCutOptions::wrong_recompute's bug: `id` recomputed as id + 1.
 void recompute_wrongly(ValueId id, graph::GraphCloner& c) {
   note_injection_fired("partition", "accuracy");
   const TensorMeta& meta = c.src().value(id).meta;
@@ -267,7 +259,8 @@ int64_t bytes_the_backward_reads(const Graph& joint, const JointLayout& layout, 
 
 Partition build_partition(const Graph& joint, const JointLayout& layout, const JointRegions& regions,
                           std::vector<ValueId> saved, const DecisionReason& saved_reason,
-                          const DecisionReason& recompute_reason, std::string_view partitioner) {
+                          const DecisionReason& recompute_reason, std::string_view partitioner,
+                          bool wrong_recompute) {
   const size_t n = size_t(joint.num_values());
   std::sort(saved.begin(), saved.end(),
             [&](ValueId a, ValueId b) { return regions.def_order[size_t(a)] < regions.def_order[size_t(b)]; });
@@ -320,7 +313,7 @@ Partition build_partition(const Graph& joint, const JointLayout& layout, const J
     for (ValueId id : joint.inputs())
       if (needed[size_t(id)] && !is_saved[size_t(id)] && regions.of_value[size_t(id)] == JointRegion::Primal)
         internal_fail("partitioner: the backward needs primal {} but it was not saved", value_label(joint, id));
-    bool inject = wrong_partition_injected(partitioner);
+    const bool inject = wrong_recompute;
     for (const Node& node : joint.nodes()) {
       bool wanted = false;
       for (ValueId o : node.outputs) wanted = wanted || (needed[size_t(o)] && !is_saved[size_t(o)]);

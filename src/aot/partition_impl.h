@@ -78,7 +78,8 @@ int64_t bytes_the_backward_reads(const graph::Graph& joint, const JointLayout& l
 // order, and logs them. Throws an internal error when `saved` does not cut the backward off from the primals.
 Partition build_partition(const graph::Graph& joint, const JointLayout& layout, const JointRegions& regions,
                           std::vector<graph::ValueId> saved, const DecisionReason& saved_reason,
-                          const DecisionReason& recompute_reason, std::string_view partitioner);
+                          const DecisionReason& recompute_reason, std::string_view partitioner,
+                          bool wrong_recompute = false);
 
 // The default partitioner: the forward computes what the forward outputs need; every such value (and every
 // primal) that the backward reads is saved; everything else the backward needs is computed there.
@@ -97,6 +98,10 @@ struct MinCutOptions {
   // A forward node some backward user cannot fuse with is never recomputed (its recomputation would not be
   // free: it would be materialised in the backward).
   bool ban_materialized_in_backward = true;
+  // KILN_INJECT=partition:accuracy (the wrong partition of the tools' tests): the backward computes each floating
+  // value it recomputes as value + 1 (each: a single wrong value can vanish from the gradients, as a log-softmax's
+  // row max does by the softmax's shift invariance).
+  bool wrong_recompute = false;
 };
 Partition partition_min_cut(const graph::Graph& joint, const JointLayout& layout, const MinCutOptions& options = {});
 

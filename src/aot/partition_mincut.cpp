@@ -272,7 +272,8 @@ Partition partition_min_cut(const Graph& joint, const JointLayout& layout, const
     return fmt::format("{}: recomputed in the backward from the saved values (saving it would weigh {})",
                        recompute_class_name(c), model.weight(v));
   };
-  return build_partition(joint, layout, regions, std::move(saved), saved_reason, recompute_reason, "min-cut");
+  return build_partition(joint, layout, regions, std::move(saved), saved_reason, recompute_reason, "min-cut",
+                         options.wrong_recompute);
 }
 
 }  // namespace kiln::aot

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "aot/functionalize.h"
+#include "core/debug_dir.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -115,7 +116,7 @@ void transform(AotState& s, const AotConfig& config) {
 // partition: the joint graph -> a forward graph that also returns the values the backward needs, and the
 // backward graph (save-needed or min-cut).
 void partition(AotState& s, const AotConfig& config) {
-  s.out.partition = partition_joint(s.out.joint.graph, s.out.joint.layout, config.policy);
+  s.out.partition = partition_joint(s.out.joint.graph, s.out.joint.layout, config.policy, config.wrong_partition);
   const Partition& p = s.out.partition;
   KILN_LOG(LogChannel::AotGraphs, "{} forward graph of {} ({} saved values, {} bytes):\n{}", config.backend, s.graph.name,
            p.num_saved, p.saved_bytes, graph::print_graph(p.forward));
@@ -149,13 +150,7 @@ Graphs the_halves(const AotState& s) {
 // KILN_DEBUG_DIR/aot/NNN_<graph>/: each stage's graphs, then joint.kir, forward.kir and backward.kir.
 class StageDump {
  public:
-  explicit StageDump(const Graph& g) {
-    const std::string root = opt_string(Opt::DebugDir);
-    if (root.empty()) return;
-    static std::atomic<int> counter{0};
-    dir_ = std::filesystem::path(root) / "aot" / fmt::format("{:03}_{}", counter++, safe_file_stem(g.name));
-    create_output_directory(dir_.string());
-  }
+  explicit StageDump(const Graph& g) : dir_(claim_debug_dir("aot", g.name)) {}
   void write(const std::string& file, const Graph& g) const {
     if (!dir_.empty()) graph::save_graph(g, (dir_ / file).string());
   }
@@ -182,6 +177,7 @@ AotGraphs run_aot_stages(const Graph& g, const std::vector<bool>& requires_grad,
   using Clock = std::chrono::steady_clock;
   AotState state{g, requires_grad, {}};
   const StageDump dump(g);
+  BisectScope bisection(config.bisect);
   for (size_t i = 0; i < stages.size(); ++i) {
     const AotStage& stage = stages[i];
     const auto start = Clock::now();

@@ -64,8 +64,11 @@ std::vector<BackendEntry> pipeline_backends() {
 aot::AotConfig aot_backend_config(const std::string& name, const CompileOptions& options) {
   aot::AotConfig config;
   config.backend = name;
-  for (const InjectSpec::Entry& e : InjectSpec::for_compiler().entries)
+  const InjectSpec inject = options.injection();
+  for (const InjectSpec::Entry& e : inject.entries)
     if (e.kind == InjectKind::Vjp) config.joint.wrong_vjp.push_back(find_op(e.target)->id);
+  config.wrong_partition = inject.wants("partition", InjectKind::Accuracy);
+  config.bisect = options.bisect;
   if (name == "inductor") {
     config.policy = aot::PartitionPolicy::MinCut;  // PyTorch's inductor partitions with min-cut rematerialisation
     CompileOptions halves = options;
@@ -76,9 +79,9 @@ aot::AotConfig aot_backend_config(const std::string& name, const CompileOptions&
   }
   if (name == "aot_eager_decomp_partition") {
     config.policy = aot::PartitionPolicy::MinCut;  // as PyTorch's: the min-cut rematerialisation partitioner
-    config.transform_joint = [](const graph::Graph& joint) {  // the inductor's decompose pass, KILN_INJECT bugs too
+    config.transform_joint = [inject](const graph::Graph& joint) {  // the inductor's decompose pass, injection too
       inductor::CompileContext ctx;
-      ctx.inject = InjectSpec::for_compiler();
+      ctx.inject = inject;
       return inductor::decompose_composites(joint, ctx);
     };
   }

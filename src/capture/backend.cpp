@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/debug_dir.h"
 #include "core/escape.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -52,19 +53,15 @@ void check_backend_setting() { settings(); }
 
 namespace {
 
-// KILN_DEBUG_DIR/capture/<n>_<graph>.kir: every captured graph, with the values the trace gave its inputs in
-// <n>_<graph>.inputs/ (one .npy per input), so `kiln run <n>_<graph>.kir --inputs <n>_<graph>.inputs` replays
-// the captured call, and `kiln minify` and the bisector take any of them.
+// KILN_DEBUG_DIR/capture/NNN_<graph>/graph.kir: every captured graph, with the values the trace gave its inputs
+// in inputs/ beside it (one .npy per input), so `kiln run D/graph.kir --inputs D/inputs` replays the captured
+// call, and `kiln minify` and the bisector take any of them.
 void dump_segment(const Segment& segment) {
-  std::string dir = opt_string(Opt::DebugDir);
+  const std::filesystem::path dir = claim_debug_dir("capture", segment.graph.name);
   if (dir.empty()) return;
-  static std::atomic<int> counter{0};
-  std::filesystem::path path = std::filesystem::path(dir) / "capture";
-  std::filesystem::create_directories(path);
-  const std::string stem = (path / fmt::format("{:03}_{}", counter++, segment.graph.name)).string();
-  graph::save_graph(segment.graph, stem + ".kir");
+  graph::save_graph(segment.graph, (dir / "graph.kir").string());
   if (segment.input_values.size() == segment.graph.inputs().size())
-    graph::save_inputs(segment.graph, segment.input_values, stem + ".inputs");
+    graph::save_inputs(segment.graph, segment.input_values, (dir / "inputs").string());
 }
 
 }  // namespace

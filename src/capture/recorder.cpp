@@ -201,7 +201,7 @@ void Recorder::observe(const OpCall& call, const std::vector<Tensor>& outputs) {
       if (s == ValueSource::Argument || s == ValueSource::Captured) trace_.values[size_t(v)].written_back_to = root;
     }
   }
-  KILN_LOG(LogChannel::Capture, "{}: recorded {} at {} (graph {}, op {})", options_.function, op.name, site.str(),
+  KILN_LOG(LogChannel::CaptureOps, "{}: recorded {} at {} (graph {}, op {})", options_.function, op.name, site.str(),
            trace_.segments.size() + 1, open_.graph.num_op_nodes());
 }
 

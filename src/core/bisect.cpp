@@ -96,10 +96,35 @@ const std::vector<std::pair<std::string_view, std::string_view>>& bisect_sites()
   return sites;
 }
 
-void check_bisect_settings() {
+BisectSettings BisectSettings::from_options() { return {opt_list(Opt::BisectDisable), opt_list(Opt::BisectLimit)}; }
+
+std::string BisectSettings::str() const {
+  return fmt::format("disable={};limit={}", fmt::join(disable, ","), fmt::join(limit, ","));
+}
+
+namespace {
+thread_local const BisectSettings* t_scoped_settings = nullptr;  // the innermost BisectScope's on this thread
+}  // namespace
+
+BisectScope::BisectScope(const std::optional<BisectSettings>& settings) : outer_(t_scoped_settings) {
+  if (!settings) return;
+  check_bisect_settings(*settings);
+  mine_ = *settings;
+  t_scoped_settings = &*mine_;
+}
+
+BisectScope::~BisectScope() { t_scoped_settings = outer_; }
+
+BisectSettings current_bisect_settings() {
+  return t_scoped_settings ? *t_scoped_settings : BisectSettings::from_options();
+}
+
+void check_bisect_settings() { check_bisect_settings(BisectSettings::from_options()); }
+
+void check_bisect_settings(const BisectSettings& settings) {
   for (Opt opt : {Opt::BisectDisable, Opt::BisectLimit}) {
     const bool has_limit = opt == Opt::BisectLimit;
-    for (const std::string& e : opt_list(opt)) {
+    for (const std::string& e : has_limit ? settings.limit : settings.disable) {
       if (has_limit) limit_for({e}, entry_key(e, true));  // checks the entry's `=N` form
       std::string_view key = entry_key(e, has_limit);
       auto [stage, subsystem] = split_key(key);
@@ -130,12 +155,13 @@ bool should_run(std::string_view stage, std::string_view subsystem, const std::f
   bool run = true;
   std::string why;
   note_settings_read();
-  for (const std::string& d : opt_list(Opt::BisectDisable))
+  const BisectSettings settings = current_bisect_settings();
+  for (const std::string& d : settings.disable)
     if (d == key || d == stage) {
       run = false, why = fmt::format(" (KILN_BISECT_DISABLE={})", d);
       note_setting_fired("KILN_BISECT_DISABLE=" + d);  // the site it names was asked (core/fired.h)
     }
-  std::vector<std::string> limits = opt_list(Opt::BisectLimit);
+  const std::vector<std::string>& limits = settings.limit;
   for (const std::string& l : limits)
     if (std::string_view k = entry_key(l, true); k == key || k == stage) note_setting_fired("KILN_BISECT_LIMIT=" + l);
   if (auto n = limit_for(limits, key); run && n && index >= *n)

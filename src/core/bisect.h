@@ -7,12 +7,40 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace kiln {
+
+// Which applications may run: KILN_BISECT_DISABLE's entries (`stage` or `stage:subsystem`) and KILN_BISECT_LIMIT's
+// (`stage=N` or `stage:subsystem=N`), in those options' forms. A compile passes its own in CompileOptions::bisect;
+// BisectScope makes them the ones should_run obeys on this thread while it compiles.
+struct BisectSettings {
+  std::vector<std::string> disable;
+  std::vector<std::string> limit;
+  static BisectSettings from_options();  // KILN_BISECT_DISABLE and KILN_BISECT_LIMIT as set
+  std::string str() const;               // "disable=...;limit=..." (the graph cache key's part)
+};
+
+// While alive, should_run on this thread obeys `settings` (checked: check_bisect_settings); nullopt changes
+// nothing (the enclosing scope's settings, else the options table's). Scopes nest; each restores the outer one. The pipeline opens one per compile (kiln::compile, AOT autograd).
+class BisectScope {
+ public:
+  explicit BisectScope(const std::optional<BisectSettings>& settings);
+  ~BisectScope();
+  BisectScope(const BisectScope&) = delete;
+  BisectScope& operator=(const BisectScope&) = delete;
+
+ private:
+  const BisectSettings* outer_;
+  std::optional<BisectSettings> mine_;
+};
+
+// The settings should_run obeys on this thread now: the innermost BisectScope's, else the options table's.
+BisectSettings current_bisect_settings();
 
 // Returns whether this application of `subsystem` in `stage` may run, and counts it. `debug_info` describes
 // the site (e.g. the node a pass is about to rewrite); it is only called when the `bisect` log channel is on.
@@ -25,6 +53,7 @@ const std::vector<std::pair<std::string_view, std::string_view>>& bisect_sites()
 // Throws kiln::Error when a KILN_BISECT_DISABLE or KILN_BISECT_LIMIT entry names a stage or stage:subsystem
 // that no site has (with the closest valid name), so a misspelt bisection never quietly tests nothing.
 void check_bisect_settings();
+void check_bisect_settings(const BisectSettings& settings);  // the same check of a compile's own settings
 
 // A KILN_BISECT_* entry whose site is never asked in a run is reported once, at the end of the run
 // (core/fired.h): should_run records each entry that names the site it is asked for.

@@ -102,22 +102,35 @@ std::string_view inject_entry_form() {
   return form;
 }
 
+InjectSpec InjectSpec::parse(std::string_view list, std::string_view where) {
+  InjectSpec spec;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (item.empty()) continue;
+    size_t colon = item.find(':');
+    KILN_CHECK(colon != std::string_view::npos, "{}: entry '{}' must be op:kind (e.g. relu:accuracy)", where, item);
+    std::optional<InjectKind> kind = find_inject_kind(item.substr(colon + 1));
+    KILN_CHECK(kind, "{}: unknown kind '{}' in '{}' (kinds: {})", where, item.substr(colon + 1), item, kind_list(false));
+    spec.entries.push_back({std::string(item.substr(0, colon)), *kind});
+  }
+  return spec;
+}
+
 InjectSpec InjectSpec::from_options() {
   InjectSpec spec;
-  for (const std::string& item : opt_list(Opt::Inject)) {
-    size_t colon = item.find(':');
-    KILN_CHECK(colon != std::string::npos, "KILN_INJECT: entry '{}' must be op:kind (e.g. relu:accuracy)", item);
-    std::optional<InjectKind> kind = find_inject_kind(std::string_view(item).substr(colon + 1));
-    KILN_CHECK(kind, "KILN_INJECT: unknown kind '{}' in '{}' (kinds: {})", item.substr(colon + 1), item, kind_list(false));
-    spec.entries.push_back({item.substr(0, colon), *kind});
-  }
+  for (const std::string& item : opt_list(Opt::Inject)) spec.entries.push_back(parse(item).entries.at(0));
   note_settings_read();  // an entry that then never fires is reported at the end of the run (core/fired.h)
   return spec;
 }
 
-InjectSpec InjectSpec::for_compiler() {
-  InjectSpec spec = from_options();
-  for (const Entry& e : spec.entries) {
+InjectSpec InjectSpec::for_compiler() { return from_options().checked_for_compiler(); }
+
+InjectSpec InjectSpec::checked_for_compiler() const {
+  for (const Entry& e : entries) {
     const std::string item = e.target + ":" + std::string(inject_kind_name(e.kind));
     if (is_pass_target(e.target)) {
       KILN_CHECK(e.kind == InjectKind::Accuracy, "KILN_INJECT: {} supports only the kind accuracy, got '{}'", e.target,
@@ -128,7 +141,7 @@ InjectSpec InjectSpec::for_compiler() {
     KILN_CHECK(compiler_takes(e.kind), "KILN_INJECT: unknown kind '{}' in '{}' (kinds: {}; and {}:accuracy, {}:accuracy)",
                inject_kind_name(e.kind), item, kind_list(true), kPassTargets[0], kPassTargets[1]);
   }
-  return spec;
+  return *this;
 }
 
 }  // namespace kiln

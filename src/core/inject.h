@@ -46,12 +46,17 @@ struct InjectSpec {
   int index_of(std::string_view target) const;
   std::string str() const;  // "relu:accuracy,fusion:accuracy", the cache key's part
 
+  // A list in KILN_INJECT's form ("relu:accuracy,fusion:accuracy"; entries split at commas, spaces trimmed), as
+  // an API caller passes one in CompileOptions::inject; `where` names the source in the error of a bad entry.
+  static InjectSpec parse(std::string_view list, std::string_view where = "KILN_INJECT");
   // KILN_INJECT as set (the options table has checked each entry's form); notes that the settings were read
   // (core/fired.h: an entry that never fires is reported at the end of the run).
   static InjectSpec from_options();
-  // from_options, for kiln's compiler: throws kiln::Error naming the valid kinds when an entry is one the
-  // compiler does not take (hang), or a target other than an op takes a kind other than accuracy.
+  // from_options, for kiln's compiler (checked_for_compiler).
   static InjectSpec for_compiler();
+  // This spec, for kiln's compiler: throws kiln::Error naming the valid kinds when an entry is one the compiler
+  // does not take (hang), names no op, or a target other than an op takes a kind other than accuracy.
+  InjectSpec checked_for_compiler() const;
 };
 
 // Whether an op of that name exists: KILN_INJECT's entries name ops, which the op table (above core) knows.

@@ -1,12 +1,15 @@
-// Channel logging to stderr, gated by KILN_LOGS (a comma list of channel names, or `all`). A disabled
-// channel costs one load and compare: KILN_LOG formats its message only when the channel is on.
+// Channel logging to stderr, gated by KILN_LOGS: a comma list of channels, umbrellas (`capture`, `aot`,
+// `inductor`: all of that stage's channels) or `all`, `-name` turning some off again. A disabled channel costs
+// one load and compare: KILN_LOG formats its message only when the channel is on.
 //   KILN_LOGS=passes,fusion kiln run g.kir
+//   KILN_LOGS=inductor,-output_code kiln run g.kir
 #pragma once
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -28,7 +31,7 @@ enum class LogChannel : uint8_t {
   RecompilesVerbose,  // capture: each recompile with every failed guard of every cached trace
   Guards,       // capture: the guards of each new trace
   GraphCode,    // capture: each captured graph as .kir
-  Capture,      // capture: one line per recorded op
+  CaptureOps,   // capture: one line per recorded op
   Partitioner,  // aot: each save/recompute decision of the partitioners and its reason
   AotJointGraph,  // aot: each joint graph as .kir
   AotGraphs,      // aot: each forward and backward graph as .kir
@@ -40,13 +43,18 @@ inline constexpr int kNumLogChannels = int(LogChannel::NumChannels);
 std::string_view log_channel_name(LogChannel c);
 std::string_view log_channel_help(LogChannel c);
 std::optional<LogChannel> find_log_channel(std::string_view name);
+// The umbrella names KILN_LOGS takes besides the channels and `all` (capture, aot, inductor), and the channels
+// each turns on.
+const std::vector<std::string_view>& log_umbrellas();
+std::vector<LogChannel> log_umbrella_channels(std::string_view umbrella);
 
 // Whether KILN_LOGS enables `c` (re-read when the option is overridden).
 bool log_enabled(LogChannel c);
 // Whether KILN_LOGS enables a channel whose lines come from compiling (the channel table in log.cpp says which),
 // which a compile served from a cache would not print.
 bool compile_logs_enabled();
-// Writes "[kiln:<channel>] <message>\n" to stderr (one write, so lines from threads do not interleave).
+// Writes "[kiln:<channel>] <line>\n" to stderr for each line of `message` (one write, so lines from threads do
+// not interleave).
 void log_line(LogChannel c, std::string_view message);
 
 }  // namespace kiln

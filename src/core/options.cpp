@@ -62,10 +62,12 @@ std::string bisect_limit_entry(std::string_view e) {
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const std::vector<OptionSpec> kTable = {
     {Opt::Logs, "KILN_LOGS", OptType::List, "", "",
-     "Log channels to print on stderr (comma list, or `all`); see the channel list below."},
+     "Log channels to print on stderr (comma list of channels and umbrellas, or `all`; `-name` turns one off); see the channel list below."},
     {Opt::DebugDir, "KILN_DEBUG_DIR", OptType::String, "", "",
-     "Directory for debug dumps. When set, each pass pipeline writes its input graph and the graph after "
-     "each pass as `<stage>/NN_<pass>.kir` there, and repro files are saved there."},
+     "Directory for debug dumps. When set, every compile, training compile, pass pipeline and captured graph "
+     "writes its graphs (and the inductor its schedules and kernels) to a directory of its own there, "
+     "`<stage>/NNN_<graph>/` (never reused, so nothing is overwritten), listed in `index.tsv` with the graph, "
+     "the process id and the command line; repro files are saved there too."},
     {Opt::ReproAfter, "KILN_REPRO_AFTER", OptType::Choice, "", "capture,aot,backend",
      "Where to intercept a failing compilation for a repro: `capture` (the captured graph, before AOT), "
      "`aot` (the forward/backward graphs, before the inductor) or `backend` (the graph exactly as handed to a "
@@ -485,9 +487,15 @@ std::string options_help_text() {
     if (spec.repro_settable()) out += fmt::format("  {:<22} a repro file may set it\n", "");
     out += fmt::format("  {:<22} {}\n\n", "", spec.help);
   }
-  out += "Log channels (KILN_LOGS=a,b or all):\n";
+  out += "Log channels (KILN_LOGS=a,b; an umbrella below, or all; -name turns channels off again):\n";
   for (int i = 0; i < kNumLogChannels; ++i)
     out += fmt::format("  {:<12} {}\n", log_channel_name(LogChannel(i)), log_channel_help(LogChannel(i)));
+  out += "Umbrellas (each turns on its stage's channels):\n";
+  for (std::string_view umbrella : log_umbrellas()) {
+    std::vector<std::string_view> names;
+    for (LogChannel c : log_umbrella_channels(umbrella)) names.push_back(log_channel_name(c));
+    out += fmt::format("    {}: {}\n", umbrella, fmt::join(names, ", "));
+  }
   return out;
 }
 
@@ -516,11 +524,31 @@ std::string options_markdown() {
                        spec.default_value.empty() ? "(empty)" : fmt::format("`{}`", spec.default_value),
                        spec.repro_settable() ? "yes" : "no", help);
   }
-  out += "\n## Log channels\n\n`KILN_LOGS=passes,fusion` (or `all`) prints these channels on stderr, one line "
-         "per event, as `[kiln:<channel>] message`.\n\n| Channel | What it prints |\n|---|---|\n";
+  out += "\n## Log channels\n\n`KILN_LOGS=passes,fusion` (or `all`) prints these channels on stderr as "
+         "`[kiln:<channel>] message`; every line of a multi-line event (a graph, generated code) carries the prefix. "
+         "An umbrella turns on all of one stage's channels (`KILN_LOGS=inductor`, as `TORCH_LOGS=inductor`), "
+         "`-name` turns a channel or umbrella off again (`KILN_LOGS=inductor,-output_code`), and `+name` is `name` "
+         "(TORCH_LOGS's `+` asks for more detail; each kiln channel has one level). Entries apply in order.\n\n"
+         "| Channel | What it prints |\n|---|---|\n";
   for (int i = 0; i < kNumLogChannels; ++i)
     out += fmt::format("| `{}` | {} |\n", log_channel_name(LogChannel(i)), log_channel_help(LogChannel(i)));
+  out += "\n| Umbrella | Channels |\n|---|---|\n";
+  for (std::string_view umbrella : log_umbrellas()) {
+    std::vector<std::string> names;
+    for (LogChannel c : log_umbrella_channels(umbrella)) names.push_back(fmt::format("`{}`", log_channel_name(c)));
+    out += fmt::format("| `{}` | {} |\n", umbrella, fmt::join(names, ", "));
+  }
   out +=
+      "\n## Debug dumps\n\n"
+      "With `KILN_DEBUG_DIR=D` every dump gets a directory of its own, `D/<stage>/NNN_<graph>/`: `inductor/` for each\n"
+      "compile (its graph, context, every pass's result, `kernels/`, and the cleanup passes' graphs in `cleanup/`),\n"
+      "`aot/` for each training compile (each stage's graphs, then `joint.kir`, `forward.kir`, `backward.kir`),\n"
+      "`capture/` for each captured graph (`graph.kir` and the values its inputs had in `inputs/`), and a pass\n"
+      "pipeline's stage name for each other pipeline run. NNN is the first number whose directory does not exist\n"
+      "yet, so a recompile, another graph of the same name or another process writing to the same `D` never\n"
+      "overwrites a dump. `D/index.tsv` gets one line per directory as it is claimed: the directory, the graph's\n"
+      "name, the process id and the process's command line, tab-separated (tabs, line breaks and backslashes in\n"
+      "them written as `\\t`, `\\n`, `\\\\`).\n"
       "\n## Bisection\n\n"
       "Every pass application, decomposition, lowering and fusion decision asks one hook,\n"
       "`should_run(stage, subsystem, debug_info)` (src/core/bisect.h), before it acts. The hook counts the\n"

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <unordered_map>
 
+#include "core/debug_dir.h"
+#include "core/files.h"
 #include "core/bisect.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -205,15 +207,14 @@ bool fold_constants(Graph& g, int64_t max_elements, UnroundedValues unrounded) {
   return changed;
 }
 
-bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage) {
+bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage, const std::filesystem::path& dump_to) {
   const bool verify = opt_bool(Opt::Verify);
   std::string dump_dir;
-  if (std::string root = opt_string(Opt::DebugDir); !root.empty()) {
-    dump_dir = (std::filesystem::path(root) / std::string(stage)).string();
-    std::error_code ec;
-    std::filesystem::create_directories(dump_dir, ec);
-    KILN_CHECK(!ec, "KILN_DEBUG_DIR: cannot create {}: {}", dump_dir, ec.message());
-    save_graph(g, (std::filesystem::path(dump_dir) / "00_input.kir").string());
+  if (!opt_string(Opt::DebugDir).empty()) {
+    const std::filesystem::path dir = dump_to.empty() ? claim_debug_dir(stage, g.name) : dump_to;
+    create_output_directory(dir.string());
+    dump_dir = dir.string();
+    save_graph(g, (dir / "00_input.kir").string());
   }
   if (verify) verify_graph(g, fmt::format("<{}: input graph>", stage));
   KILN_LOG(LogChannel::Graph, "{}: graph {} enters the passes:\n{}", stage, g.name, print_graph(g));

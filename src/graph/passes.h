@@ -30,6 +30,7 @@
 // inductor/decompose.h), flagged by value id. constant_folding leaves them (the eager kernels would round each
 // to its dtype) and cse never merges one with a value that is rounded (nor the other way round).
 #pragma once
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -46,8 +47,11 @@ struct Pass {
 using Pipeline = std::vector<Pass>;
 
 // Runs the passes in order (see above); returns whether any pass changed the graph. `stage` names the
-// pipeline (the one that runs it, e.g. "inductor") in logs and the debug dump directory.
-bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage = "passes");
+// pipeline (the one that runs it, e.g. "inductor") in logs. Under KILN_DEBUG_DIR the input graph and each
+// changed graph are dumped (00_input.kir, NN_<pass>.kir) to `dump_dir`, or, when that is empty, to a directory
+// of their own, KILN_DEBUG_DIR/<stage>/NNN_<graph>/ (core/debug_dir.h).
+bool run_pipeline(Graph& g, const Pipeline& pipeline, std::string_view stage = "passes",
+                  const std::filesystem::path& dump_dir = {});
 
 // By value id: whether a value is computed unrounded (see above); null or short: none is.
 using UnroundedValues = const std::vector<bool>*;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/debug_dir.h"
 #include "core/bisect.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -20,7 +21,7 @@
 #include "graph/passes.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/decompose.h"
 #include "inductor/lowering.h"
 #include "inductor/program.h"
@@ -85,17 +86,16 @@ bool must_compile_afresh(const CompileOptions& options) {
 // not one with every application past the count skipped. In memory only, so the text itself is the key (no
 // digest to compute on every cache hit).
 std::string graph_cache_key(const graph::Graph& g, const CompileContext& ctx) {
-  return fmt::format("{:016x}\n{}\nbisect-disable={}\nbisect-limit={}", g.structural_hash(), ctx.key_material(),
-                     fmt::join(opt_list(Opt::BisectDisable), ","), fmt::join(opt_list(Opt::BisectLimit), ","));
+  return fmt::format("{:016x}\n{}\nbisect {}", g.structural_hash(), ctx.key_material(), current_bisect_settings().str());
 }
 
-// The context a compile of `g` runs its passes in: the backend's target, the options, KILN_INJECT.
-CompileContext context_for(const graph::Graph& g, const CompileOptions& options, const Backend& backend) {
+// The context a compile of `g` runs its passes in: the code generator's target, the options, their injection.
+CompileContext context_for(const graph::Graph& g, const CompileOptions& options, const CodeGenerator& backend) {
   CompileContext ctx;
   ctx.graph_name = g.name;
   ctx.target = backend.target();
   ctx.options = options;
-  ctx.inject = InjectSpec::for_compiler();
+  ctx.inject = options.injection();
   return ctx;
 }
 
@@ -167,6 +167,7 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
   check_options();  // the library entry point: an invalid KILN_* setting is an error, not a silent default
   check_mode(options);
   check_bisect_settings();
+  BisectScope bisection(options.bisect);  // every should_run site of this compile obeys the compile's settings
   CompileHook* hook = active_hook(options.repro_stage);
   if (hook) hook->compile_started(g, options.backend);
   std::shared_ptr<CompiledGraph> program;
@@ -189,7 +190,7 @@ namespace {
 
 std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const CompileOptions& options) {
   if (must_compile_afresh(options)) return compile_classifying_failures(g, options);
-  const std::string key = graph_cache_key(g, context_for(g, options, backend_for_device(options.device)));
+  const std::string key = graph_cache_key(g, context_for(g, options, code_generator_for(options.device)));
   {
     std::lock_guard lock(graph_cache().mutex);
     auto it = graph_cache().programs.find(key);
@@ -210,8 +211,7 @@ class Pipeline {
  public:
   Pipeline(const graph::Graph& g, CompileContext ctx)
       : input_(g), ctx_(std::move(ctx)), impl_(std::make_unique<CompiledGraph::Impl>()), t0_(Clock::now()) {
-    if (std::string root = opt_string(Opt::DebugDir); !root.empty())
-      dump_dir_ = fs::path(root) / "inductor" / safe_file_stem(g.name);
+    dump_dir_ = claim_debug_dir("inductor", g.name);  // KILN_DEBUG_DIR/inductor/NNN_<graph>/, empty when unset
     impl_->node_labels = user_node_labels(g, impl_->graph);
     dump("graph.kir", [&] { return graph::print_graph(g); });
     dump("context.txt", [&] { return ctx_.key_material(); });
@@ -225,7 +225,8 @@ class Pipeline {
     impl_->graph = timed("decompose", "inductor/decompose", [&] { return decompose_composites(input_, ctx_, &unrounded_); });
     KILN_LOG(LogChannel::Graph, "inductor: graph {} after decomposition:\n{}", input_.name, graph::print_graph(impl_->graph));
     graph::StorageModel(impl_->graph).check(impl_->node_labels);
-    timed("cleanup", "inductor/passes", [&] { return graph::run_pipeline(impl_->graph, graph::cleanup_pipeline(&unrounded_), "inductor"); });
+    timed("cleanup", "inductor/passes", [&] { return graph::run_pipeline(impl_->graph, graph::cleanup_pipeline(&unrounded_), "inductor",
+                                                                           dump_dir_.empty() ? dump_dir_ : dump_dir_ / "cleanup"); });
     dump("decompose.kir", [&] { return graph::print_graph(impl_->graph); });
   }
 
@@ -251,7 +252,7 @@ class Pipeline {
   }
 
   // codegen: the backend compiles every kernel (through its kernel cache).
-  void codegen(const Backend& backend) {
+  void codegen(const CodeGenerator& backend) {
     impl_->loop_ir = print_schedule(impl_->schedule, impl_->lowered);
     KILN_LOG(LogChannel::Graph, "inductor: graph {} leaves the inductor as scheduled loop IR:\n{}", input_.name, impl_->loop_ir);
     impl_->kernels = timed("codegen", "inductor/codegen", [&] { return backend.compile(impl_->schedule, impl_->lowered, ctx_); });
@@ -381,7 +382,7 @@ CompileStats Pipeline::stats(const Schedule& s, const CompiledKernels& kernels) 
 
 // The inductor pipeline: one named pass after another (docs/inductor.md, "Pipeline").
 std::shared_ptr<CompiledGraph> compile_uncached(const graph::Graph& g, const CompileOptions& options) {
-  const Backend& backend = backend_for_device(options.device);
+  const CodeGenerator& backend = code_generator_for(options.device);
   Pipeline p(g, context_for(g, options, backend));
   p.decompose();   // composites -> primitive ops; eager's storage checks; DCE, CSE, constant folding
   p.lower();       // graph -> loop IR

@@ -1,7 +1,7 @@
 // kiln::compile: the inductor pipeline for the CPU, as one call. It reads as the pass list (compile.cpp,
 // docs/inductor.md "Pipeline"):
 //   decompose (+ cleanup: DCE, CSE, constant folding) -> lower -> fuse -> localise -> stream, defer (the CPU
-//   backend's placement passes) -> plan_memory -> codegen (the Backend: LLVM IR per kernel, ORC JIT through
+//   backend's placement passes) -> plan_memory -> codegen (the CodeGenerator: LLVM IR per kernel, ORC JIT through
 //   the kernel cache)
 // and returns a callable that runs the host program: kernels and extern calls in order, intermediates
 // allocated at first write and returned to a pool after their last use. KILN_DEBUG_DIR receives every stage's

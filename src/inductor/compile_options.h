@@ -1,8 +1,12 @@
 // The options of one kiln::compile call (compile.h), in a header of their own so the inductor's passes can
 // see them through CompileContext (context.h) without the public compile API.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/bisect.h"
+#include "core/inject.h"
 
 namespace kiln {
 
@@ -25,6 +29,16 @@ struct CompileOptions {
   // (in memory, this process; KILN_BISECT_* settings are part of the key). Never used while debug dumps,
   // compiler logs or the repro hook are on, since those must see every compilation happen.
   bool use_graph_cache = true;
+  // The bugs to inject (core/inject.h; e.g. InjectSpec::parse("relu:accuracy")); nullopt: KILN_INJECT's. Every
+  // stage that injects asks injection(): the inductor's decompose and lowering passes, AOT's joint (vjp) and the
+  // min-cut partitioner (partition:accuracy).
+  std::optional<InjectSpec> inject;
+  // The bisection settings every should_run site of this compile obeys (core/bisect.h); nullopt:
+  // KILN_BISECT_DISABLE's and KILN_BISECT_LIMIT's.
+  std::optional<BisectSettings> bisect;
+
+  // `inject`, or KILN_INJECT's, checked for the compiler (InjectSpec::checked_for_compiler).
+  InjectSpec injection() const { return inject ? inject->checked_for_compiler() : InjectSpec::for_compiler(); }
 };
 
 // The compile modes, in one place: "default", "reduce-overhead", "max-autotune" (docs/cuda.md).

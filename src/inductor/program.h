@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 #include "inductor/compile.h"
 
 namespace kiln {

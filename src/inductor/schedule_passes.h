@@ -1,6 +1,6 @@
 // The inductor's schedule passes: each turns the lowered graph (or the schedule an earlier pass made) into a
 // better schedule, and each has one entry point here and its own file. compile.cpp runs them in this order,
-// with the backend's placement passes (Backend::placement_passes, e.g. the CPU's streaming stores) after
+// with the backend's placement passes (CodeGenerator::placement_passes, e.g. the CPU's streaming stores) after
 // localise:
 //   fuse (fuse.cpp) -> localise (localise.cpp) -> [backend placement] -> plan_memory (plan_memory.cpp)
 // A pass reads budgets from ctx.target, records every decision with its reason in ctx.decisions (logged on

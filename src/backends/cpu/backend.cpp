@@ -84,7 +84,7 @@ Target host_target() {
 
 // The host and KILN_STREAM_MIN_BYTES decide it: read again only when an option override changed (every compile
 // asks, graph-cache hits included).
-Target CpuBackend::target() const {
+Target CpuCodeGenerator::target() const {
   static std::mutex mutex;
   static uint64_t generation = 0;  // options_generation() + 1 of `cached`; 0: not read yet
   static Target cached;
@@ -96,11 +96,11 @@ Target CpuBackend::target() const {
   return cached;
 }
 
-std::vector<SchedulePass> CpuBackend::placement_passes() const {
+std::vector<SchedulePass> CpuCodeGenerator::placement_passes() const {
   return {{"stream", LogChannel::Stream, stream}, {"defer", LogChannel::Defer, defer}};
 }
 
-std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const LoweredGraph& lg,
+std::unique_ptr<CompiledKernels> CpuCodeGenerator::compile(const Schedule& s, const LoweredGraph& lg,
                                                      CompileContext& ctx) const {
   runtime::KernelJit& jit = runtime::KernelJit::instance();
   const bool want_ir = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty();
@@ -143,8 +143,8 @@ std::unique_ptr<CompiledKernels> CpuBackend::compile(const Schedule& s, const Lo
 
 namespace kiln::cpu {
 
-const inductor::Backend& host_backend() {
-  static const CpuBackend backend;
+const inductor::CodeGenerator& host_code_generator() {
+  static const CpuCodeGenerator backend;
   return backend;
 }
 
@@ -155,7 +155,7 @@ extern "C" const int kiln_cpu_link_anchor = 0;
 
 namespace {
 const bool registered = [] {
-  kiln::inductor::register_device_backend("cpu", &kiln::cpu::host_backend());
+  kiln::inductor::register_code_generator("cpu", &kiln::cpu::host_code_generator());
   return true;
 }();
 }  // namespace

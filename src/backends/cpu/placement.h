@@ -1,5 +1,5 @@
 // The CPU backend's placement passes: schedule passes only the CPU wants, run by the inductor's pipeline after
-// localise (CpuBackend::placement_passes). Their contracts are those of inductor/schedule_passes.h.
+// localise (CpuCodeGenerator::placement_passes). Their contracts are those of inductor/schedule_passes.h.
 #pragma once
 #include "inductor/schedule_passes.h"
 

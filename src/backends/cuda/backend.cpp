@@ -277,12 +277,12 @@ void refuse_uncapturable(const Schedule& s, const LoweredGraph& lg, const std::s
 
 }  // namespace
 
-Target CudaBackend::target() const {
+Target CudaCodeGenerator::target() const {
   static const Target t = cuda_target();
   return t;
 }
 
-std::unique_ptr<CompiledKernels> CudaBackend::compile(const Schedule& s, const LoweredGraph& lg,
+std::unique_ptr<CompiledKernels> CudaCodeGenerator::compile(const Schedule& s, const LoweredGraph& lg,
                                                       CompileContext& ctx) const {
   const bool want_code = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty();
   const std::string arch = target_arch();
@@ -326,8 +326,8 @@ extern "C" const int kiln_cuda_link_anchor = 0;
 
 namespace {
 const bool registered = [] {
-  static const kiln::cuda::CudaBackend backend;
-  kiln::inductor::register_device_backend("cuda", &backend);
+  static const kiln::cuda::CudaCodeGenerator backend;
+  kiln::inductor::register_code_generator("cuda", &backend);
   kiln::cuda::install_device_hooks();
   return true;
 }();

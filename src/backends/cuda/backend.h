@@ -1,4 +1,4 @@
-// The CUDA backend (inductor/backend.h): CUDA C per fused kernel (codegen_cuda.h), compiled by NVRTC through the
+// The CUDA backend (inductor/code_generator.h): CUDA C per fused kernel (codegen_cuda.h), compiled by NVRTC through the
 // cubin cache (nvrtc.h), launched through the driver API (driver.h). Its Target asks for kernel-local rows (registers
 // or shared memory) but no streaming stores or deferred writes (the CPU's placement passes): the same scheduler, other data.
 //
@@ -12,14 +12,14 @@
 #include <cuda.h>
 
 #include "backends/cuda/codegen_cuda.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 
 namespace kiln::cuda {
 
 // Installs CUDA tensors' DeviceHooks (device_hooks.cpp; core/device.h). Called at static initialisation.
 void install_device_hooks();
 
-class CudaBackend final : public inductor::Backend {
+class CudaCodeGenerator final : public inductor::CodeGenerator {
  public:
   std::string name() const override { return "cuda"; }
   inductor::Target target() const override;

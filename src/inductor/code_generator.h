@@ -1,4 +1,4 @@
-// The Backend interface: what the target-neutral inductor asks of a code generator. A backend describes its
+// The CodeGenerator interface: what the target-neutral inductor asks of a device's code generator. One describes its
 // Target, adds the placement passes only it wants (the CPU's streaming stores and deferred row writes), and
 // compiles a scheduled program's kernels into launchable code. The CPU backend (src/backends/cpu/backend.cpp)
 // implements it with LLVM and ORC; the CUDA backend (src/backends/cuda/backend.cpp) with CUDA C and NVRTC.
@@ -39,9 +39,9 @@ class CompiledKernels {
   }
 };
 
-class Backend {
+class CodeGenerator {
  public:
-  virtual ~Backend() = default;
+  virtual ~CodeGenerator() = default;
   virtual std::string name() const = 0;
   // The target this backend compiles for (read once; the passes' budgets and the cache key come from it).
   virtual Target target() const = 0;
@@ -57,7 +57,7 @@ class Backend {
 // Backends register themselves by device name at static initialisation (the CPU backend: "cpu",
 // src/backends/cpu/backend.cpp; the CUDA backend: "cuda", src/backends/cuda/backend.cpp), so the inductor
 // includes no backend header. A device without a backend in this build is a kiln::Error naming the ones there are.
-void register_device_backend(const std::string& device, const Backend* backend);
-const Backend& backend_for_device(const std::string& device);
+void register_code_generator(const std::string& device, const CodeGenerator* backend);
+const CodeGenerator& code_generator_for(const std::string& device);
 
 }  // namespace kiln::inductor

@@ -1,9 +1,9 @@
-// The device backends by name (backend.h), each registered by its backend at start-up.
+// The code generators by device (code_generator.h), each registered by its device backend at start-up.
 #include <map>
 #include <mutex>
 
 #include "core/error.h"
-#include "inductor/backend.h"
+#include "inductor/code_generator.h"
 
 namespace kiln::inductor {
 
@@ -11,7 +11,7 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, const Backend*> backends;
+  std::map<std::string, const CodeGenerator*> backends;
 };
 
 Registry& registry() {
@@ -21,12 +21,12 @@ Registry& registry() {
 
 }  // namespace
 
-void register_device_backend(const std::string& device, const Backend* backend) {
+void register_code_generator(const std::string& device, const CodeGenerator* backend) {
   std::lock_guard lock(registry().mutex);
   registry().backends[device] = backend;
 }
 
-const Backend& backend_for_device(const std::string& device) {
+const CodeGenerator& code_generator_for(const std::string& device) {
   std::lock_guard lock(registry().mutex);
   auto it = registry().backends.find(device);
   if (it != registry().backends.end()) return *it->second;
