@@ -59,15 +59,7 @@ std::vector<std::string> settings_to_check() {
   for (const char* name : {"KILN_INJECT", "KILN_BISECT_DISABLE", "KILN_BISECT_LIMIT"}) {
     const char* value = std::getenv(name);
     if (!value) continue;
-    std::string_view rest = value;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      std::string_view entry = rest.substr(0, comma);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
-      while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
-      if (!entry.empty()) out.push_back(fmt::format("{}={}", name, entry));
-    }
+    for (const std::string& entry : split_option_list(value)) out.push_back(fmt::format("{}={}", name, entry));
   }
   return out;
 }

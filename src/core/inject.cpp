@@ -104,13 +104,8 @@ std::string_view inject_entry_form() {
 
 InjectSpec InjectSpec::parse(std::string_view list, std::string_view where) {
   InjectSpec spec;
-  while (!list.empty()) {
-    const size_t comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
-    if (item.empty()) continue;
+  for (const std::string& entry : split_option_list(list)) {
+    const std::string_view item = entry;
     size_t colon = item.find(':');
     KILN_CHECK(colon != std::string_view::npos, "{}: entry '{}' must be op:kind (e.g. relu:accuracy)", where, item);
     std::optional<InjectKind> kind = find_inject_kind(item.substr(colon + 1));

@@ -379,6 +379,8 @@ std::string opt_string(Opt id) {
   return spec.type == OptType::Choice ? trim(v) : v;
 }
 
+std::vector<std::string> split_option_list(std::string_view value) { return split_words(value); }
+
 std::vector<std::string> opt_list(Opt id) {
   const OptionSpec& spec = checked_spec(id, {OptType::List});
   std::string v = raw_value(id);

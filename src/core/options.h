@@ -78,6 +78,9 @@ bool opt_bool(Opt id);
 int64_t opt_int(Opt id);
 std::string opt_string(Opt id);             // String and Choice options
 std::vector<std::string> opt_list(Opt id);  // List options (trimmed, empty entries dropped)
+// A list value as opt_list splits it: at commas, each entry trimmed of spaces and tabs, empty ones dropped. Reads
+// no state (safe from an atexit handler).
+std::vector<std::string> split_option_list(std::string_view value);
 // `text` as a count of bytes: a decimal integer with an optional binary suffix K, M or G (4K = 4096; sysfs
 // writes cache sizes this way); nullopt when it is not one or does not fit in int64_t. Bytes options are
 // parsed with it.
