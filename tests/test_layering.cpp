@@ -48,10 +48,11 @@ const std::map<std::string, std::set<std::string>> kLayerDeps = {
     {"bisect", {"minifier"}},           // the accuracy bisector and kiln doctor
     {"fuzz", {"bisect"}},               // the graph generator and kiln fuzz (findings minified and bisected)
     {"gate", {"repro"}},                // CI gating and kiln bench
+    {"trace", {"core"}},                // kiln trace report: KILN_TRACE's files as HTML and a Chrome trace
     // programs
     {"examples", {"capture"}},          // the capture demo
-    {"tools", {"fuzz", "gate", "import", "backends"}},  // the kiln CLI (backends: the JIT's target for --version)
-    {"bench", {"fuzz", "capture", "import", "backends"}},  // kiln-bench
+    {"tools", {"fuzz", "gate", "import", "backends", "trace"}},  // the kiln CLI (backends: the JIT's target for --version)
+    {"bench", {"fuzz", "capture", "import", "backends", "trace"}},  // kiln-bench
     {"tests", {"tools", "capture"}},   // the test binary
 };
 

@@ -12,6 +12,7 @@
 #include "tools/cmd_import.h"
 #include "tools/cmd_minify.h"
 #include "tools/cmd_repro.h"
+#include "tools/cmd_trace.h"
 
 #include <fmt/format.h>
 
@@ -152,6 +153,7 @@ void add_commands(CLI::App& app) {
   add_bisect_commands(app, runners());
   add_doctor_commands(app, runners());
   add_aot_commands(app, runners());
+  add_trace_commands(app, runners());
 }
 
 int run_selected(CLI::App& app) {

@@ -11,6 +11,7 @@
 #include "autograd/autograd.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
 
@@ -32,9 +33,19 @@ struct Training {
   std::once_flag backward_once;
   Program backward;
   int num_outputs = 0;  // the user's outputs (the forward graph's first outputs)
+  CompileId compile_id;  // the trace's (core/trace.h): the backward compiles under the forward's id
+  std::string graph_name;
 
   const Program& backward_program() {
-    std::call_once(backward_once, [&] { backward = compile(graphs.partition.backward); });
+    std::call_once(backward_once, [&] {
+      CompileScope traced("backward", graph_name, "", compile_id);
+      try {
+        backward = compile(graphs.partition.backward);
+      } catch (const std::exception& e) {
+        traced.fail("compile_error", e.what());
+        throw;
+      }
+    });
     return backward;
   }
 };
@@ -88,7 +99,10 @@ class AotFunction {
  public:
   // The inference program is compiled now, so a graph that does not compile fails here as before AOT (capture's
   // suppress_errors relies on it); the training graphs on the first call that needs them.
-  AotFunction(const Graph& g, AotConfig config) : graph_(g), config_(std::move(config)) {
+  // The training compile, on a later call, keeps the compile id of the compile that made this function (the
+  // trace's compile id of the captured function or graph, core/trace.h).
+  AotFunction(const Graph& g, AotConfig config)
+      : graph_(g), config_(std::move(config)), compile_id_(current_compile_id()) {
     inference_ = config_.compile(graph_);
   }
 
@@ -108,10 +122,18 @@ class AotFunction {
     std::lock_guard lock(mutex_);
     std::shared_ptr<Training>& t = trainings_[mask];
     if (!t) {
+      CompileScope traced("training", graph_.name, "", compile_id_);
       auto fresh = std::make_shared<Training>();
-      fresh->graphs = aot_graphs(graph_, mask, config_);
-      fresh->compile = config_.compile_halves ? config_.compile_halves : config_.compile;
-      fresh->forward = fresh->compile(fresh->graphs.partition.forward);
+      fresh->compile_id = traced.id();
+      fresh->graph_name = graph_.name;
+      try {
+        fresh->graphs = aot_graphs(graph_, mask, config_);
+        fresh->compile = config_.compile_halves ? config_.compile_halves : config_.compile;
+        fresh->forward = fresh->compile(fresh->graphs.partition.forward);
+      } catch (const std::exception& e) {
+        traced.fail("compile_error", e.what());
+        throw;
+      }
       fresh->num_outputs = int(graph_.outputs().size());
       t = fresh;
     }
@@ -178,6 +200,7 @@ class AotFunction {
 
   Graph graph_;
   AotConfig config_;
+  CompileId compile_id_;
   Program inference_;
   std::mutex mutex_;
   std::map<std::vector<bool>, std::shared_ptr<Training>> trainings_;

@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "graph/storage_model.h"
 #include "graph/text.h"
 #include "graph/verify.h"
@@ -151,8 +152,10 @@ Graphs the_halves(const AotState& s) {
 class StageDump {
  public:
   explicit StageDump(const Graph& g) : dir_(claim_debug_dir("aot", g.name)) {}
+  // Also the trace's artifact `file` (KILN_TRACE).
   void write(const std::string& file, const Graph& g) const {
     if (!dir_.empty()) graph::save_graph(g, (dir_ / file).string());
+    trace_artifact("aot " + file, "kir", [&] { return graph::print_graph(g); });
   }
 
  private:
@@ -182,7 +185,10 @@ AotGraphs run_aot_stages(const Graph& g, const std::vector<bool>& requires_grad,
     const AotStage& stage = stages[i];
     const auto start = Clock::now();
     const Graph input = stage.invariant_reads_input ? state.graph : Graph{};
-    stage.run(state, config);
+    {
+      TraceSpan span("aot", stage.name);
+      stage.run(state, config);
+    }
     const Graphs graphs = stage.graphs ? stage.graphs(state) : Graphs{};
     for (const auto& [name, graph] : graphs) {
       const std::string what = name.empty() ? stage.name : stage.name + " (" + name + ")";

@@ -8,6 +8,7 @@
 #include "api/pipeline.h"
 #include "core/error.h"
 #include "core/options.h"
+#include "core/trace.h"
 
 namespace kiln {
 
@@ -101,6 +102,21 @@ void check_mode_on_device(const std::string& label, const std::string& device, c
        fmt::join(modes, ", "));
 }
 
+namespace {
+// A backend's compile of `g` as one compile of the trace (core/trace.h): its own compile id, or the captured
+// function's that is compiling it; an error is the compile's outcome.
+GraphProgram traced_compile(const BackendEntry& e, const graph::Graph& g, const CompileOptions& options) {
+  CompileScope traced("graph", g.name);
+  trace_event("backend", {{"backend", e.name}, {"graph", g.name}, {"nodes", g.num_op_nodes()}});
+  try {
+    return e.compile(g, options);
+  } catch (const std::exception& err) {
+    traced.fail("compile_error", err.what());
+    throw;
+  }
+}
+}  // namespace
+
 void check_backend_options(const std::string& name, const CompileOptions& options) {
   check_mode_on_device(name, backend_entry(name).device, options.mode);
 }
@@ -109,7 +125,7 @@ GraphProgram compile_for_backend(const std::string& name, const graph::Graph& g,
   check_options();  // every tool picks its backend here: no backend runs with an invalid KILN_* setting
   const BackendEntry e = backend_entry(name);
   check_mode_on_device(name, e.device, options.mode);
-  return e.compile(g, options_for(e, std::move(options)));
+  return traced_compile(e, g, options_for(e, std::move(options)));
 }
 
 BackendFn find_backend(const std::string& name) {
@@ -117,7 +133,7 @@ BackendFn find_backend(const std::string& name) {
   BackendEntry e = backend_entry(name);
   return [e = std::move(e)](const graph::Graph& g, const std::vector<Tensor>& in) {
     NoGradGuard forward_only;
-    return e.run ? e.run(g, in) : e.compile(g, options_for(e))(in);
+    return e.run ? e.run(g, in) : traced_compile(e, g, options_for(e))(in);
   };
 }
 
@@ -126,7 +142,7 @@ std::optional<BackendCompileFn> find_backend_compiler(const std::string& name) {
   auto it = registry().find(name);
   if (it == registry().end() || !it->second.compiles_ahead) return std::nullopt;
   return [e = it->second](const graph::Graph& g) -> GraphProgram {
-    GraphProgram program = e.compile(g, options_for(e));
+    GraphProgram program = traced_compile(e, g, options_for(e));
     return [program](const std::vector<Tensor>& in) {
       NoGradGuard forward_only;
       return program(in);

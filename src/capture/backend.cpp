@@ -9,6 +9,7 @@
 #include "core/debug_dir.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
@@ -69,6 +70,7 @@ void dump_segment(const Segment& segment) {
 GraphProgram compile_segment(const BackendChoice& backend, const Segment& segment, const std::string& label) {
   if (log_enabled(LogChannel::GraphCode))
     log_line(LogChannel::GraphCode, fmt::format("{}:\n{}", label, graph::print_graph(segment.graph)));
+  trace_artifact("captured " + segment.graph.name + ".kir", "kir", [&] { return graph::print_graph(segment.graph); });
   dump_segment(segment);
   try {
     if (backend.custom) return backend.custom(segment.graph, segment.example_inputs);

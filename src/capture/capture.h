@@ -18,6 +18,7 @@
 #include "capture/compiled_function.h"
 #include "capture/explain.h"
 #include "capture/recorder.h"
+#include "core/trace.h"  // kiln::compile_times(), CompileProfiler
 #include "graph/graph.h"
 
 namespace kiln {

@@ -8,12 +8,13 @@
 #include "capture/recorder.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "inductor/compile_options.h"
 
 namespace kiln::capture {
 
 CompiledFunction::CompiledFunction(CaptureOptions options, SourceSite compiled_at)
-    : options_(std::move(options)), compiled_at_(std::move(compiled_at)) {
+    : options_(std::move(options)), compiled_at_(std::move(compiled_at)), frame_(new_compile_frame()) {
   label_ = fmt::format("{} ({})", options_.name.empty() ? "fn" : options_.name, compiled_at_.str());
   check_compile_mode(options_.mode, fmt::format("kiln::compile at {}: ", compiled_at_.str()));
   KILN_CHECK(options_.recompile_limit >= -1, "kiln::compile at {}: recompile_limit {} is negative", compiled_at_.str(),
@@ -119,7 +120,8 @@ CompiledFunction::Lookup CompiledFunction::lookup(const Flat& args, const std::s
 
 // The verbose list of guard failures (one per cached trace, newest first), for KILN_LOGS=recompiles_verbose.
 void CompiledFunction::log_guard_failures(const std::vector<std::string>& failures) const {
-  if (!log_enabled(LogChannel::RecompilesVerbose) || failures.empty()) return;
+  if (!failures.empty()) trace_event_for(next_compile_id(), "guard_failure", {{"function", label_}, {"failures", failures}});
+  if (!log_wanted(LogChannel::RecompilesVerbose) || failures.empty()) return;
   std::string out;
   for (const std::string& f : failures) out += "\n    - " + f;
   log_line(LogChannel::RecompilesVerbose,
@@ -135,6 +137,8 @@ bool CompiledFunction::admit_recompile(const std::string& reason, const SourceSi
         "{} hit the recompile limit ({})\n    function: {}\n    last reason: {}\n    it runs eagerly on calls "
         "that miss its cache from now on (raise CaptureOptions::recompile_limit or KILN_RECOMPILE_LIMIT)",
         options_.name.empty() ? "fn" : options_.name, limit(), label_, reason);
+    trace_event("recompile_limit", {{"function", label_}, {"reason", reason}, {"site", called_at.str()},
+                                    {"limit", limit()}});
     if (options_.error_on_recompile_limit) fail("{} (error_on_recompile_limit)", message);
     fell_back_ = true;
     std::fprintf(stderr, "kiln: warning: %s\n", message.c_str());
@@ -143,12 +147,15 @@ bool CompiledFunction::admit_recompile(const std::string& reason, const SourceSi
   ++recompiles_;
   reasons_.push_back(reason);
   KILN_LOG(LogChannel::Recompiles, "recompiling {} because: {} (called at {})", label_, reason, called_at.str());
+  trace_event_for(next_compile_id(), "recompile", {{"function", label_}, {"reason", reason}, {"site", called_at.str()},
+                                                  {"recompiles", recompiles_}, {"limit", limit()}});
   return true;
 }
 
 // Runs the function eagerly with the recorder on: its results are this call's results.
 CompiledFunction::Traced CompiledFunction::record(const Flat& args, const std::function<void(Flat&)>& names_of,
                                                   const EagerRun& run, const std::string& backend) const {
+  TraceSpan span("capture", "trace");
   Traced t;
   std::vector<std::string> leaf_names, length_names;
   Flat named;
@@ -161,6 +168,7 @@ CompiledFunction::Traced CompiledFunction::record(const Flat& args, const std::f
     t.trace = recorder.finish(t.outputs);
   }
   t.guards = std::make_unique<GuardSet>(GuardSet::of_call(args, leaf_names, length_names, backend));
+  if (trace_enabled()) trace_event("guards", {{"function", label_}, {"guards", t.guards->describe()}});
   if (log_enabled(LogChannel::Guards))
     log_line(LogChannel::Guards, fmt::format("guards of {} (trace {}):\n    {}", label_, next_entry_id_,
                                              fmt::join(t.guards->describe(), "\n    ")));
@@ -185,13 +193,21 @@ Flat CompiledFunction::trace_and_cache(const Flat& args, const std::function<voi
       return run();
     }
   }
-  Traced t = record(args, names_of, run, backend);
-  if (verify && !extend)
-    for (auto it = entries_.rbegin(); it != entries_.rend() && !extend; ++it)
-      if ((*it)->guards.check(args, backend)) extend = it->get();
-  add_trace(t, extend, Compiler{{backend, options_.custom_backend, options_.suppress_errors, options_.mode}, label_},
-            called_at);
-  return std::move(t.outputs);
+  // One compile of the trace (core/trace.h): frame = this function, recompile = how many traces it made before.
+  CompileScope traced("function", label_, called_at.str(), next_compile_id());
+  ++traces_;
+  try {
+    Traced t = record(args, names_of, run, backend);
+    if (verify && !extend)
+      for (auto it = entries_.rbegin(); it != entries_.rend() && !extend; ++it)
+        if ((*it)->guards.check(args, backend)) extend = it->get();
+    add_trace(t, extend, Compiler{{backend, options_.custom_backend, options_.suppress_errors, options_.mode}, label_},
+              called_at);
+    return std::move(t.outputs);
+  } catch (const std::exception& e) {
+    traced.fail("error", e.what());
+    throw;
+  }
 }
 
 // Adds a trace to the cache: into `extend` (the entry whose guards the call passed) as a new branch, or as

@@ -13,6 +13,7 @@
 #include "capture/pytree.h"
 #include "capture/site.h"
 #include "capture/trace_tree.h"
+#include "core/trace.h"
 
 namespace kiln {
 
@@ -74,10 +75,15 @@ class CompiledFunction {
   Lookup lookup(const Flat& args, const std::string& backend) const;
   void log_guard_failures(const std::vector<std::string>& failures) const;
   int limit() const;
+  // The compile id the next trace of this function gets (core/trace.h): its guard failure and recompile events
+  // belong to it.
+  CompileId next_compile_id() const { return CompileId{frame_, traces_}; }
 
   CaptureOptions options_;
   SourceSite compiled_at_;
   std::string label_;
+  int frame_ = 0;    // the trace's compile id frame (core/trace.h)
+  int traces_ = 0;   // traces recorded so far: the next compile id's recompile number
   mutable std::shared_mutex mutex_;
   std::vector<std::unique_ptr<CacheEntry>> entries_;
   int next_entry_id_ = 0;

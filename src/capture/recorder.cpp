@@ -3,12 +3,21 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "core/options.h"
 #include "graph/inputs.h"
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
 
 namespace kiln::capture {
+
+namespace {
+// A graph break: on KILN_LOGS=graph_breaks and in the trace (core/trace.h), with the user's line.
+void note_graph_break(const std::string& function, const SourceSite& site, const std::string& reason) {
+  KILN_LOG(LogChannel::GraphBreaks, "graph break in {} at {}: {}", function, site.str(), reason);
+  trace_event("graph_break", {{"function", function}, {"site", site.str()}, {"reason", reason}});
+}
+}  // namespace
 
 namespace {
 thread_local Recorder* t_current = nullptr;
@@ -255,7 +264,7 @@ void Recorder::record_unsupported(const OpCall& call, const std::vector<Tensor>&
     region.output_metas.push_back(t.meta());
     bind(t, v);
   }
-  KILN_LOG(LogChannel::GraphBreaks, "graph break in {} at {}: {}", options_.function, site.str(), reason);
+  note_graph_break(options_.function, site, reason);
   trace_.steps.push_back({Step::Kind::Eager, int(trace_.eager.size())});
   trace_.eager.push_back(std::move(region));
 }
@@ -282,7 +291,7 @@ void Recorder::read(const Tensor& t, TensorRead kind, const std::source_location
     }
   }
   close_segment();
-  KILN_LOG(LogChannel::GraphBreaks, "graph break in {} at {}: {}", options_.function, site.str(), reason);
+  note_graph_break(options_.function, site, reason);
   trace_.steps.push_back({Step::Kind::Branch, int(trace_.branches.size())});
   trace_.branches.push_back(std::move(branch));
 }
@@ -316,7 +325,7 @@ std::vector<Tensor> Recorder::eager_region(BreakKind kind, std::string reason, S
     region.output_metas.push_back(t.meta());
     bind(t, v);
   }
-  KILN_LOG(LogChannel::GraphBreaks, "graph break in {} at {}: {}", options_.function, site.str(), reason);
+  note_graph_break(options_.function, site, reason);
   trace_.steps.push_back({Step::Kind::Eager, int(trace_.eager.size())});
   trace_.eager.push_back(std::move(region));
   return outputs;

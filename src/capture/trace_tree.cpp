@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "capture/recorder.h"
+#include "core/trace.h"
 #include "graph/text.h"
 #include "ops/api.h"
 
@@ -27,6 +28,8 @@ std::unique_ptr<TreeNode> build_node(Trace& trace, size_t pos, const Compiler& c
       Segment& seg = trace.segments[size_t(s.index)];
       std::string label = fmt::format("graph {} of {}", ++graph_number, compiler.function);
       GraphProgram program = compile_segment(compiler.backend, seg, label);
+      trace_event("graph_compiled", {{"function", compiler.function}, {"graph", seg.graph.name},
+                                     {"number", graph_number}, {"nodes", seg.graph.num_op_nodes()}});
       seg.example_inputs.clear();
       seg.input_values.clear();
       node->steps.push_back({Step::Kind::Graph, int(node->segments.size())});

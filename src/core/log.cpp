@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/options.h"
+#include "core/trace.h"
 
 namespace kiln {
 namespace {
@@ -25,15 +26,19 @@ struct ChannelRow {
   std::string_view name, help;
   Output output = Output::Anytime;
   std::string_view umbrella = "";
+  // Whether the channel's lines also go into the structured trace (KILN_TRACE) when it is on, whatever KILN_LOGS
+  // says: every channel but those whose text the trace records as artifacts (graphs, code) and the per-op and
+  // per-decision channels whose volume would dwarf the rest (interpreter, capture_ops, bisect).
+  bool traced = true;
 };
 constexpr Output C = Output::FromCompiling;
 constexpr ChannelRow kChannels[kNumLogChannels] = {
-    {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline", C},
+    {"graph", "graphs as they enter and leave each stage: the inductor (input, decomposed, loop IR, scheduled) and each pass pipeline", C, "", false},
     {"passes", "which pass ran and whether it changed the graph", C},
-    {"output_code", "generated code", C, "inductor"},
+    {"output_code", "generated code", C, "inductor", false},
     {"fusion", "inductor pass fuse: fusion decisions, and why a fusion was refused", C, "inductor"},
-    {"bisect", "every decision of the bisection hook should_run()", C},
-    {"interpreter", "each node the reference interpreter runs"},
+    {"bisect", "every decision of the bisection hook should_run()", C, "", false},
+    {"interpreter", "each node the reference interpreter runs", Output::Anytime, "", false},
     {"cache", "kernel cache hits, misses and evictions", Output::Anytime, "inductor"},
     {"lowering", "inductor lowering decisions: realise or inline, fallbacks to eager kernels, and why", C, "inductor"},
     {"localise", "inductor pass localise: which buffers become kernel-local scratch rows, and why not", C, "inductor"},
@@ -44,11 +49,11 @@ constexpr ChannelRow kChannels[kNumLogChannels] = {
     {"recompiles", "capture: each recompile of a compiled function and the guard failure that caused it", Output::Anytime, "capture"},
     {"recompiles_verbose", "capture: each recompile with the failed guard of every cached trace", Output::Anytime, "capture"},
     {"guards", "capture: the guards of each new trace of a compiled function", Output::Anytime, "capture"},
-    {"graph_code", "capture: each captured graph as .kir", Output::Anytime, "capture"},
-    {"capture_ops", "capture: one line per recorded op (function, graph, op)", Output::Anytime, "capture"},
+    {"graph_code", "capture: each captured graph as .kir", Output::Anytime, "capture", false},
+    {"capture_ops", "capture: one line per recorded op (function, graph, op)", Output::Anytime, "capture", false},
     {"partitioner", "aot: each save or recompute decision of the forward/backward partitioners, and why", Output::Anytime, "aot"},
-    {"aot_joint_graph", "aot: each joint graph (forward and backward in one, primals and tangents in) as .kir", Output::Anytime, "aot"},
-    {"aot_graphs", "aot: each partitioned forward and backward graph as .kir", Output::Anytime, "aot"},
+    {"aot_joint_graph", "aot: each joint graph (forward and backward in one, primals and tangents in) as .kir", Output::Anytime, "aot", false},
+    {"aot_graphs", "aot: each partitioned forward and backward graph as .kir", Output::Anytime, "aot", false},
     {"autotune", "cuda, mode max-autotune: each kernel's candidate launch shapes, their times, the choice and the tuning cache", Output::Anytime, "inductor"},
 };
 constexpr std::string_view kUmbrellas[] = {"capture", "aot", "inductor"};
@@ -135,7 +140,13 @@ std::vector<LogChannel> log_umbrella_channels(std::string_view umbrella) {
   return out;
 }
 
+bool log_traced(LogChannel c) { return kChannels[int(c)].traced && trace_enabled(); }
+
+bool log_wanted(LogChannel c) { return log_enabled(c) || log_traced(c); }
+
 void log_line(LogChannel c, std::string_view message) {
+  if (log_traced(c)) trace_event("log", {{"channel", log_channel_name(c)}, {"message", message}});
+  if (!log_enabled(c)) return;
   // Messages quote users' names (values, graphs, files): terminal_safe, line breaks kept. Every line of a
   // multi-line event (a graph, generated code) carries the prefix, so `grep '\[kiln:fusion\]'` keeps all of it.
   const std::string prefix = fmt::format("[kiln:{}] ", log_channel_name(c));

@@ -1,6 +1,6 @@
 // Channel logging to stderr, gated by KILN_LOGS: a comma list of channels, umbrellas (`capture`, `aot`,
 // `inductor`: all of that stage's channels) or `all`, `-name` turning some off again. A disabled channel costs
-// one load and compare: KILN_LOG formats its message only when the channel is on.
+// one load and compare: KILN_LOG formats its message only when the channel is on (or the trace records it).
 //   KILN_LOGS=passes,fusion kiln run g.kir
 //   KILN_LOGS=inductor,-output_code kiln run g.kir
 #pragma once
@@ -53,13 +53,17 @@ bool log_enabled(LogChannel c);
 // Whether KILN_LOGS enables a channel whose lines come from compiling (the channel table in log.cpp says which),
 // which a compile served from a cache would not print.
 bool compile_logs_enabled();
+// Whether the channel's lines go into the structured trace (KILN_TRACE is on and the channel is one it records).
+bool log_traced(LogChannel c);
+// log_enabled or log_traced: whether a line is worth formatting.
+bool log_wanted(LogChannel c);
 // Writes "[kiln:<channel>] <line>\n" to stderr for each line of `message` (one write, so lines from threads do
-// not interleave).
+// not interleave) when KILN_LOGS enables `c`, and records it as a "log" event when log_traced(c).
 void log_line(LogChannel c, std::string_view message);
 
 }  // namespace kiln
 
 #define KILN_LOG(channel, ...)                                                        \
   do {                                                                                \
-    if (::kiln::log_enabled(channel)) ::kiln::log_line(channel, fmt::format(__VA_ARGS__)); \
+    if (::kiln::log_wanted(channel)) ::kiln::log_line(channel, fmt::format(__VA_ARGS__)); \
   } while (0)

@@ -68,6 +68,14 @@ const std::vector<OptionSpec> kTable = {
      "writes its graphs (and the inductor its schedules and kernels) to a directory of its own there, "
      "`<stage>/NNN_<graph>/` (never reused, so nothing is overwritten), listed in `index.tsv` with the graph, "
      "the process id and the command line; repro files are saved there too."},
+    {Opt::Trace, "KILN_TRACE", OptType::String, "", "",
+     "Directory for the structured compile trace: each process writes one JSON-lines file there, "
+     "`kiln-<pid>-<n>.jsonl`, as it compiles (every compile id, stage, pass, graph, guard, break, recompile, "
+     "cache lookup, kernel and error, with the configuration and the command line); `kiln trace report DIR` "
+     "draws it as one HTML page and a Chrome/Perfetto trace (docs/observability.md). Empty = off."},
+    {Opt::TraceRuntime, "KILN_TRACE_RUNTIME", OptType::Bool, "0", "",
+     "With KILN_TRACE set: also record each call of a compiled program and each kernel it launches, with their "
+     "times (docs/observability.md)."},
     {Opt::ReproAfter, "KILN_REPRO_AFTER", OptType::Choice, "", "capture,aot,backend",
      "Where to intercept a failing compilation for a repro: `capture` (the captured graph, before AOT), "
      "`aot` (the forward/backward graphs, before the inductor) or `backend` (the graph exactly as handed to a "
@@ -311,6 +319,22 @@ std::string valid_values_text(const OptionSpec& spec) {
 const std::vector<OptionSpec>& option_table() { return kTable; }
 
 void load_options() { raw_value(Opt::Logs); }
+
+std::vector<OptionInEffect> options_in_effect() {
+  std::vector<OptionInEffect> out;
+  for (const OptionSpec& spec : kTable) {
+    OptionInEffect o;
+    o.env = std::string(spec.env);
+    o.value = raw_value(spec.id);
+    {
+      State& s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      o.set = s.overrides.count(spec.id) || s.environment.count(spec.id);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
 
 const OptionSpec& option_spec(Opt id) {
   KILN_CHECK(int(id) < int(kTable.size()) && kTable[size_t(id)].id == id, "options: no row for option {}", int(id));

@@ -15,6 +15,8 @@ namespace kiln {
 enum class Opt : uint8_t {
   Logs,
   DebugDir,
+  Trace,
+  TraceRuntime,
   ReproAfter,
   ReproLevel,
   Inject,
@@ -113,6 +115,15 @@ class ScopedOption {
   Opt id_;
   std::optional<std::string> previous_;
 };
+
+// Every option's value as it is in effect (the override, else the environment, else the default), in table
+// order, with whether the user set it (environment or override): the configuration a trace records.
+struct OptionInEffect {
+  std::string env;
+  std::string value;
+  bool set = false;
+};
+std::vector<OptionInEffect> options_in_effect();
 
 // Reads the environment now if it has not been read yet (warning about unknown KILN_* variables); the
 // getters do this on first use, the CLI calls it at startup so the warnings always appear.

@@ -16,6 +16,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "eager/loops.h"
 #include "graph/interpreter.h"
 #include "graph/passes.h"
@@ -168,13 +169,18 @@ std::shared_ptr<CompiledGraph> compile(const graph::Graph& g, const CompileOptio
   check_mode(options);
   check_bisect_settings();
   BisectScope bisection(options.bisect);  // every should_run site of this compile obeys the compile's settings
+  CompileScope traced("graph", g.name);  // a compile id of its own unless inside another compile
   CompileHook* hook = active_hook(options.repro_stage);
   if (hook) hook->compile_started(g, options.backend);
   std::shared_ptr<CompiledGraph> program;
   try {
     program = compile_or_reuse(g, options);
   } catch (const CompileError& e) {
+    traced.fail(e.stage().empty() ? "compile_error" : e.stage(), e.what());
     if (hook) hook->failed(g, nullptr, "compile_error", e.what(), e.stage(), options.backend);
+    throw;
+  } catch (const std::exception& e) {
+    traced.fail("error", e.what());
     throw;
   }
   if (hook) {
@@ -196,9 +202,11 @@ std::shared_ptr<CompiledGraph> compile_or_reuse(const graph::Graph& g, const Com
     auto it = graph_cache().programs.find(key);
     if (it != graph_cache().programs.end()) {
       KILN_LOG(LogChannel::Cache, "graph {}: compiled program reused (structurally equal graph, same options)", g.name);
+      trace_event("cache", {{"cache", "graph"}, {"result", "hit"}, {"graph", g.name}});
       return it->second;
     }
   }
+  trace_event("cache", {{"cache", "graph"}, {"result", "miss"}, {"graph", g.name}});
   std::shared_ptr<CompiledGraph> program = compile_classifying_failures(g, options);
   std::lock_guard lock(graph_cache().mutex);
   graph_cache().programs.emplace(key, program);
@@ -256,11 +264,16 @@ class Pipeline {
     impl_->loop_ir = print_schedule(impl_->schedule, impl_->lowered);
     KILN_LOG(LogChannel::Graph, "inductor: graph {} leaves the inductor as scheduled loop IR:\n{}", input_.name, impl_->loop_ir);
     impl_->kernels = timed("codegen", "inductor/codegen", [&] { return backend.compile(impl_->schedule, impl_->lowered, ctx_); });
-    for (size_t i = 0; i < impl_->schedule.kernels.size(); ++i)
-      dump_file(dump_dir_ / "kernels", impl_->schedule.kernels[i].name + backend.code_extension(), impl_->kernels->code()[i]);
+    for (size_t i = 0; i < impl_->schedule.kernels.size(); ++i) {
+      const std::string& code = impl_->kernels->code()[i];
+      dump_file(dump_dir_ / "kernels", impl_->schedule.kernels[i].name + backend.code_extension(), code);
+      trace_artifact("kernel " + impl_->schedule.kernels[i].name, backend.code_extension(), [&] { return code; });
+    }
+    if (trace_enabled()) trace_provenance();
   }
 
   std::shared_ptr<CompiledGraph> finish() {
+    impl_->compile_id = current_compile_id();
     impl_->inject = ctx_.inject;
     impl_->extern_constants = extern_constants(impl_->lowered, impl_->graph);
     impl_->decisions = impl_->lowered.decisions;
@@ -278,6 +291,7 @@ class Pipeline {
   auto timed(const char* pass, const char* stage, F&& run) -> decltype(run()) {
     const auto start = Clock::now();
     const size_t decisions = ctx_.decisions.size();
+    TraceSpan span("inductor", pass);
     try {
       if constexpr (std::is_void_v<decltype(run())>) {
         run();
@@ -305,10 +319,20 @@ class Pipeline {
 
   // KILN_DEBUG_DIR/inductor/<graph>/NN_<name>: numbered in pipeline order.
   // `text` is only computed when KILN_DEBUG_DIR is set.
+  // The same text is the trace's artifact `name` (KILN_TRACE).
   template <class Text>
   void dump(const std::string& name, Text&& text) {
-    if (!dump_dir_.empty()) dump_file(dump_dir_, fmt::format("{:02}_{}", dumps_++, name), text());
+    const bool tracing = trace_enabled();
+    if (dump_dir_.empty() && !tracing) return;
+    const std::string t = text();
+    if (!dump_dir_.empty()) dump_file(dump_dir_, fmt::format("{:02}_{}", dumps_++, name), t);
+    if (tracing) trace_artifact(name, name.substr(name.rfind('.') + 1), [&] { return t; });
   }
+
+  // KILN_TRACE's provenance: per kernel, the graph nodes it computes (the loops it stores and every pending value
+  // inlined into them: the producers between the kernel's loads and its stores) with the lines they came from;
+  // per extern call, its node.
+  void trace_provenance() const;
   void dump_file(const fs::path& dir, const std::string& file, const std::string& text) const {
     if (dump_dir_.empty()) return;
     create_output_directory(dir.string());
@@ -339,6 +363,80 @@ std::function<std::string(const graph::Node&)> Pipeline::user_node_labels(const 
     auto it = label_at.find({n.loc.line, n.loc.col});
     return it != label_at.end() ? it->second : graph::node_label(decomposed, n);
   };
+}
+
+// Where a value of the compiled graph came from: "file:line" for a captured program's line, "line L:C" of the
+// .kir file it was read from, "" when unknown.
+std::string source_of(const graph::SourceLoc& loc) {
+  if (!loc.known()) return "";
+  return loc.file ? fmt::format("{}:{}", loc.file, loc.line) : fmt::format("line {}:{}", loc.line, loc.col);
+}
+
+void Pipeline::trace_provenance() const {
+  const graph::Graph& g = impl_->graph;
+  const LoweredGraph& lg = impl_->lowered;
+  // Values stored in a buffer (a loop's result, an extern's output) or read from one (inputs, constants): a kernel's
+  // nodes stop at them.
+  std::vector<bool> stored(size_t(g.num_values()), false);
+  for (graph::ValueId v : g.inputs()) stored[size_t(v)] = true;
+  for (const graph::Node& n : g.nodes())
+    if (n.kind == graph::NodeKind::Constant)
+      for (graph::ValueId v : n.outputs) stored[size_t(v)] = true;
+  for (const LoopNode& n : lg.nodes) {
+    if (n.kind == LoopNode::Kind::Extern) {
+      for (graph::ValueId v : g.nodes()[size_t(n.graph_node)].outputs) stored[size_t(v)] = true;
+    } else if (auto v = g.find_value(n.origin)) {
+      stored[size_t(*v)] = true;
+    }
+  }
+  auto node_fields = [&](const std::vector<graph::ValueId>& values, std::vector<TraceField>& fields) {
+    std::vector<std::string> names, ops, lines, stands_for;
+    for (graph::ValueId v : values) {
+      const graph::ValueInfo& info = g.value(v);
+      names.push_back(info.name);
+      ops.push_back(info.producer >= 0 ? std::string(g.nodes()[size_t(info.producer)].info().name) : "input");
+      const graph::SourceLoc loc = info.producer >= 0 ? g.nodes()[size_t(info.producer)].loc : info.loc;
+      lines.push_back(source_of(loc));
+      stands_for.push_back(info.stands_for.empty() ? info.name : info.stands_for);
+    }
+    fields.emplace_back("nodes", std::move(names));
+    fields.emplace_back("ops", std::move(ops));
+    fields.emplace_back("lines", std::move(lines));
+    fields.emplace_back("stands_for", std::move(stands_for));
+  };
+  for (const Kernel& k : impl_->schedule.kernels) {
+    std::vector<graph::ValueId> values;
+    std::vector<bool> seen(size_t(g.num_values()), false);
+    std::vector<std::string> stores;
+    for (const KernelLoop& loop : k.loops) {
+      const std::optional<graph::ValueId> origin = g.find_value(lg.nodes[size_t(loop.node)].origin);
+      if (!origin) continue;
+      stores.push_back(g.value(*origin).name);
+      std::vector<graph::ValueId> todo{*origin};
+      while (!todo.empty()) {
+        const graph::ValueId v = todo.back();
+        todo.pop_back();
+        if (seen[size_t(v)]) continue;
+        seen[size_t(v)] = true;
+        values.push_back(v);
+        const int producer = g.value(v).producer;
+        if (producer < 0) continue;
+        for (graph::ValueId in : graph::Graph::node_inputs(g.nodes()[size_t(producer)]))
+          if (!stored[size_t(in)]) todo.push_back(in);
+      }
+    }
+    std::sort(values.begin(), values.end());
+    std::vector<TraceField> fields{{"graph", input_.name}, {"kernel", k.name}, {"stores", std::move(stores)}};
+    node_fields(values, fields);
+    trace_event("kernel", std::move(fields));
+  }
+  for (const Step& step : impl_->schedule.steps) {
+    if (step.kind != Step::Kind::Extern) continue;
+    const LoopNode& n = lg.nodes[size_t(step.index)];
+    std::vector<TraceField> fields{{"graph", input_.name}, {"reason", n.reason}};
+    node_fields(g.nodes()[size_t(n.graph_node)].outputs, fields);
+    trace_event("extern", std::move(fields));
+  }
 }
 
 // Per extern node: its constant tensor arguments by slot (undefined where the argument is a buffer).

@@ -24,6 +24,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "core/trace.h"
 #include "core/options.h"
 
 namespace kiln::inductor {
@@ -232,7 +233,10 @@ std::optional<std::string> KernelDiskCache::find(const std::string& key, const s
   if (!dir) return std::nullopt;
   const fs::path file = object_path(*dir, key), meta_file = *dir / (key + ".meta");
   std::error_code ec;
-  if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) return std::nullopt;
+  if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) {
+    trace_event("cache", {{"cache", "disk"}, {"result", "miss"}, {"key", key}});
+    return std::nullopt;
+  }
   for (const fs::path& f : {file, meta_file})
     if (std::optional<std::string> why = untrusted_entry_file(f)) {
       KILN_LOG(LogChannel::Cache, "not using the cache entry {}: {}", file.string(), *why);
@@ -245,6 +249,7 @@ std::optional<std::string> KernelDiskCache::find(const std::string& key, const s
   }
   fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
   KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
+  trace_event("cache", {{"cache", "disk"}, {"result", "hit"}, {"key", key}});
   return std::get<0>(std::move(entry));
 }
 

@@ -2,6 +2,7 @@
 // backend launches, or an extern call to an eager kernel) and the frees of the memory plan after it; and the
 // run under the repro hook.
 #include "inductor/program.h"
+
 #include "eager/device_copy.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/trace.h"
 #include "eager/loops.h"
 #include "ops/api.h"
 #include "ops/dispatch.h"
@@ -225,6 +227,9 @@ void CompiledGraph::Impl::record_step(const RunState& rs, const Step& st, std::v
 
 // The host program: inputs bound, then each step (a kernel or an extern call) and the frees after it.
 std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs, std::vector<Materialised>* record) const {
+  // KILN_TRACE_RUNTIME: each step of the host program timed (a device backend's own runner, CUDA's, records only
+  // the call).
+  const bool traced = trace_runtime_enabled();
   if (!record)
     if (std::optional<std::vector<Tensor>> outs = kernels->run_program(*this, inputs)) return std::move(*outs);
   if (std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.defined() && !t.is_meta() && is_cuda(t); })) {
@@ -239,8 +244,16 @@ std::vector<Tensor> CompiledGraph::Impl::run(const std::vector<Tensor>& inputs, 
   bind_inputs(rs, inputs);
   NoGradGuard no_grad;
   for (const Step& st : schedule.steps) {
+    const int64_t start = traced ? trace_clock_us() : 0;
     if (st.kind == Step::Kind::Kernel) run_kernel(rs, st.index);
     else run_extern(rs, st.index);
+    if (traced) {
+      const bool kernel = st.kind == Step::Kind::Kernel;
+      trace_event_for(compile_id, "launch", {{"graph", graph.name}, {"kind", kernel ? "kernel" : "extern"},
+                                             {"name", kernel ? schedule.kernels[size_t(st.index)].name
+                                                             : lowered.nodes[size_t(st.index)].origin},
+                                             {"start_us", start}, {"wall_us", trace_clock_us() - start}});
+    }
     if (record) record_step(rs, st, *record);
     free_after(rs, st);
   }
@@ -271,7 +284,12 @@ std::vector<Tensor> CompiledGraph::Impl::run_watched(const std::vector<Tensor>& 
 CompiledGraph::CompiledGraph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CompiledGraph::~CompiledGraph() = default;
 std::vector<Tensor> CompiledGraph::operator()(const std::vector<Tensor>& inputs) const {
-  return impl_->watch ? impl_->run_watched(inputs) : impl_->run(inputs);
+  if (!trace_runtime_enabled()) return impl_->watch ? impl_->run_watched(inputs) : impl_->run(inputs);
+  const int64_t start = trace_clock_us();  // KILN_TRACE_RUNTIME: each call, with its wall time
+  std::vector<Tensor> outputs = impl_->watch ? impl_->run_watched(inputs) : impl_->run(inputs);
+  trace_event_for(impl_->compile_id, "call", {{"graph", impl_->graph.name}, {"start_us", start},
+                                              {"wall_ms", double(trace_clock_us() - start) / 1000.0}});
+  return outputs;
 }
 std::vector<CompiledGraph::Materialised> CompiledGraph::run_recording(const std::vector<Tensor>& inputs) const {
   std::vector<Materialised> record;

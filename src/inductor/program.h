@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "core/trace.h"
 #include "inductor/code_generator.h"
 #include "inductor/compile.h"
 
 namespace kiln {
 
 struct CompiledGraph::Impl {
+  CompileId compile_id;  // the compile that made it (KILN_TRACE_RUNTIME's events name it)
   graph::Graph graph;  // the decomposed graph extern calls refer to
   inductor::LoweredGraph lowered;
   inductor::Schedule schedule;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "eager/loops.h"
 #include "inductor/schedule_queries.h"
 
@@ -103,7 +104,7 @@ std::vector<SchedulePass> CpuCodeGenerator::placement_passes() const {
 std::unique_ptr<CompiledKernels> CpuCodeGenerator::compile(const Schedule& s, const LoweredGraph& lg,
                                                      CompileContext& ctx) const {
   runtime::KernelJit& jit = runtime::KernelJit::instance();
-  const bool want_ir = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty();
+  const bool want_ir = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty() || trace_enabled();
   const int64_t before = jit.stats().compiles;
   auto out = std::make_unique<CpuKernels>();
   for (const Kernel& k : s.kernels) {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/trace.h"
 #include "inductor/program.h"
 #include "inductor/schedule_queries.h"
 
@@ -284,7 +285,7 @@ Target CudaCodeGenerator::target() const {
 
 std::unique_ptr<CompiledKernels> CudaCodeGenerator::compile(const Schedule& s, const LoweredGraph& lg,
                                                       CompileContext& ctx) const {
-  const bool want_code = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty();
+  const bool want_code = log_enabled(LogChannel::OutputCode) || !opt_string(Opt::DebugDir).empty() || trace_enabled();
   const std::string arch = target_arch();
   const int64_t before = cubin_stats().compiles;
   auto out = std::make_unique<Kernels>();
