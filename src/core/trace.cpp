@@ -431,7 +431,9 @@ struct CompileProfiler::State {
   Function& of(const std::string& name) {
     for (Function& f : functions)
       if (f.name == name) return f;
-    functions.push_back(Function{name});
+    Function f;
+    f.name = name;
+    functions.push_back(std::move(f));
     return functions.back();
   }
 };

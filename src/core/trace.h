@@ -68,7 +68,8 @@ struct TraceEvent {
 bool trace_enabled();
 // Whether KILN_TRACE_RUNTIME asks for runtime events (each compiled call, each kernel launch) too.
 bool trace_runtime_enabled();
-// Records one event of the current compile (a no-op when trace_enabled() is false).
+// Records one event of the current compile (a no-op when trace_enabled() is false). Its fields are built by the
+// caller first: a site that runs per kernel or per launch asks trace_enabled() before building them.
 void trace_event(std::string_view name, std::vector<TraceField> fields);
 // The same for the compile `id` (a runtime event of a program that compile made).
 void trace_event_for(const CompileId& id, std::string_view name, std::vector<TraceField> fields);

@@ -234,7 +234,7 @@ std::optional<std::string> KernelDiskCache::find(const std::string& key, const s
   const fs::path file = object_path(*dir, key), meta_file = *dir / (key + ".meta");
   std::error_code ec;
   if (!fs::exists(meta_file, ec) && !fs::exists(file, ec)) {
-    trace_event("cache", {{"cache", "disk"}, {"result", "miss"}, {"key", key}});
+    if (trace_enabled()) trace_event("cache", {{"cache", "disk"}, {"result", "miss"}, {"key", key}});
     return std::nullopt;
   }
   for (const fs::path& f : {file, meta_file})
@@ -249,7 +249,7 @@ std::optional<std::string> KernelDiskCache::find(const std::string& key, const s
   }
   fs::last_write_time(meta_file, fs::file_time_type::clock::now(), ec);  // least recently used order
   KILN_LOG(LogChannel::Cache, "disk hit {}", file.string());
-  trace_event("cache", {{"cache", "disk"}, {"result", "hit"}, {"key", key}});
+  if (trace_enabled()) trace_event("cache", {{"cache", "disk"}, {"result", "hit"}, {"key", key}});
   return std::get<0>(std::move(entry));
 }
 
