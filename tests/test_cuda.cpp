@@ -57,10 +57,12 @@ graph::Graph example(const std::string& name) {
 
 // ---------------------------------------------------------------- without a GPU
 
-std::vector<OpRow> lowered_ops() {
+// Every op of the table by name. Which of them the inductor lowers is asked in the test body: the parameters are
+// made when the test binary starts, in every test's process, and probing every op's lowering there was 38% of
+// each sanitized test process's start (0.22 of 0.59 s, 2230 processes per run).
+std::vector<OpRow> table_ops() {
   std::vector<OpRow> rows;
-  for (const OpInfo& op : all_ops())
-    if (inductor::probe_lowering(op).kind != inductor::OpLowering::Kind::Unknown) rows.push_back({std::string(op.name)});
+  for (const OpInfo& op : all_ops()) rows.push_back({std::string(op.name)});
   return rows;
 }
 
@@ -71,6 +73,8 @@ class CudaOpCompiles : public ::testing::TestWithParam<OpRow> {};
 TEST_P(CudaOpCompiles, EveryKernelCompilesWithNvrtc) {
   const OpInfo* op = find_op(GetParam().name);
   ASSERT_NE(op, nullptr);
+  if (inductor::probe_lowering(*op).kind == inductor::OpLowering::Kind::Unknown)
+    GTEST_SKIP() << "the inductor does not lower " << op->name;
   inductor::ProbeGraph probe = inductor::one_node_graph(*op);
   if (!probe.decision) GTEST_SKIP() << "no probe call: " << probe.decision.reason();
   try {
@@ -87,7 +91,7 @@ TEST_P(CudaOpCompiles, EveryKernelCompilesWithNvrtc) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, CudaOpCompiles, ::testing::ValuesIn(lowered_ops()), op_row_name);
+INSTANTIATE_TEST_SUITE_P(Ops, CudaOpCompiles, ::testing::ValuesIn(table_ops()), op_row_name);
 
 TEST(CudaCodegen, ExamplesAndEveryDtypeCompile) {
   for (const char* name : {"mlp", "softmax", "layernorm", "attention", "conv_block", "chain100"}) {

@@ -25,7 +25,8 @@ using Json = nlohmann::json;
 ProcessTrace read_trace_file(const std::string& path) {
   ProcessTrace t;
   t.file = path;
-  const std::string text = read_input_file(path, "trace file");
+  // A long-running process's trace (runtime events on) outgrows the 256 MiB of other text inputs.
+  const std::string text = read_input_file(path, "trace file", int64_t(1) << 30);
   size_t start = 0;
   int line_no = 0;
   while (start < text.size()) {

@@ -3,6 +3,7 @@
 // miss), recompile reasons and the recompile limit with its eager fall-back, fullgraph, KILN_CAPTURE_VERIFY,
 // and the logs. Thread-safe: replays share the cache under a reader lock; traces are added under a writer lock.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <shared_mutex>
@@ -77,13 +78,13 @@ class CompiledFunction {
   int limit() const;
   // The compile id the next trace of this function gets (core/trace.h): its guard failure and recompile events
   // belong to it.
-  CompileId next_compile_id() const { return CompileId{frame_, traces_}; }
+  CompileId next_compile_id() const { return CompileId{frame_, traces_.load()}; }
 
   CaptureOptions options_;
   SourceSite compiled_at_;
   std::string label_;
   int frame_ = 0;    // the trace's compile id frame (core/trace.h)
-  int traces_ = 0;   // traces recorded so far: the next compile id's recompile number
+  std::atomic<int> traces_{0};  // traces recorded so far: the next compile id's recompile number (read unlocked)
   mutable std::shared_mutex mutex_;
   std::vector<std::unique_ptr<CacheEntry>> entries_;
   int next_entry_id_ = 0;
