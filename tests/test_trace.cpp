@@ -166,6 +166,15 @@ TEST_F(TraceTest, TracingOffWritesNothingAndAFailedCompileRecordsItsErrorAndOutc
   for (const Json& e : events_named(lines, "compile_end")) failed_end |= e["outcome"] == "error";
   EXPECT_TRUE(failed_end);
   EXPECT_EQ(lines[0]["config"]["KILN_INJECT"], "tanh:compile_error");
+
+  // A directory kiln cannot create: one warning, and the command runs as without a trace.
+  CliResult unwritable = shell("kiln run " + source_path("examples/chain100.kir").string() + " --backend inductor",
+                               "KILN_TRACE=/dev/null/trace KILN_CACHE_DIR=" + path("cache"));
+  EXPECT_EQ(unwritable.exit_code, 0) << unwritable.output;
+  size_t warnings = 0;
+  for (size_t at = unwritable.output.find("KILN_TRACE"); at != std::string::npos; at = unwritable.output.find("KILN_TRACE", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << unwritable.output;
 }
 
 TEST_F(TraceTest, CapturedFunctionsNumberTheirRecompilesAndRecordBreaksGuardsAndReasons) {

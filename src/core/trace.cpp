@@ -84,7 +84,7 @@ class TraceFile {
  public:
   bool wanted() {
     refresh();
-    return fd_ >= 0 || !dir_.empty();
+    return active_.load(std::memory_order_acquire);
   }
   void write(const Json& event) {
     std::lock_guard lock(mutex_);
@@ -106,7 +106,7 @@ class TraceFile {
         warn_once(fmt::format("KILN_TRACE: cannot write {} ({}); the trace stops here", path_, std::strerror(errno)));
         ::close(fd_);
         fd_ = -1;
-        failed_dir_ = dir_;
+        give_up_locked();
         return;
       }
       p += n;
@@ -115,7 +115,7 @@ class TraceFile {
   }
   bool runtime() {
     refresh();
-    return runtime_;
+    return runtime_.load(std::memory_order_acquire);
   }
 
  private:
@@ -128,21 +128,28 @@ class TraceFile {
     const uint64_t now = options_generation() + 1;
     if (generation_.load(std::memory_order_relaxed) == now) return;
     std::string dir = opt_string(Opt::Trace);
-    runtime_ = !dir.empty() && opt_bool(Opt::TraceRuntime);
     if (dir != dir_) {
       if (fd_ >= 0) ::close(fd_);
       fd_ = -1;
       dir_ = dir == failed_dir_ ? "" : dir;
     }
+    active_.store(!dir_.empty(), std::memory_order_release);
+    runtime_.store(!dir_.empty() && opt_bool(Opt::TraceRuntime), std::memory_order_release);
     generation_.store(now, std::memory_order_release);
+  }
+  // A directory kiln cannot write to: no trace (one warning), until KILN_TRACE names another.
+  void give_up_locked() {
+    failed_dir_ = dir_;
+    dir_.clear();
+    active_.store(false, std::memory_order_release);
+    runtime_.store(false, std::memory_order_release);
   }
   bool open_locked() {
     try {
       create_output_directory(dir_);
     } catch (const Error& e) {
       warn_once(fmt::format("KILN_TRACE: {}; no trace is written", e.what()));
-      failed_dir_ = dir_;
-      dir_.clear();
+      give_up_locked();
       return false;
     }
     for (int n = 0; n < 10000; ++n) {
@@ -154,8 +161,7 @@ class TraceFile {
     if (fd_ < 0) {
       warn_once(fmt::format("KILN_TRACE: cannot create a trace file in {} ({}); no trace is written",
                             dir_, std::strerror(errno)));
-      failed_dir_ = dir_;
-      dir_.clear();
+      give_up_locked();
       return false;
     }
     owner_pid_ = ::getpid();
@@ -199,7 +205,7 @@ class TraceFile {
   std::string dir_, failed_dir_, path_;
   int fd_ = -1;
   pid_t owner_pid_ = 0;  // the process that opened fd_
-  bool runtime_ = false;
+  std::atomic<bool> active_{false}, runtime_{false};  // read without the lock by every trace point
   bool warned_ = false;
 };
 
