@@ -62,6 +62,13 @@ inline void write_file(const std::filesystem::path& p, const std::string& text) 
   std::ofstream(p, std::ios::binary) << text;
 }
 
+// The headless browser the report tests render pages with ("" when none is installed).
+inline std::string find_chromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
+    if (shell(std::string("command -v ") + name).exit_code == 0) return name;
+  return "";
+}
+
 inline std::filesystem::path source_path(const std::string& relative) {
   return std::filesystem::path(KILN_SOURCE_DIR) / relative;
 }

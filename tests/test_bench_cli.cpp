@@ -177,12 +177,6 @@ TEST_F(Bench, InputsDirIsOneGraphsInputs) {
   EXPECT_NE(two.output.find("one graph's inputs"), std::string::npos) << two.output;
 }
 
-std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
-    if (shell(std::string("command -v ") + name).exit_code == 0) return name;
-  return "";
-}
-
 TEST_F(Bench, TheHistoryReportHoldsOnePlotPerCaseAndRenders) {
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --history '" + path("h.jsonl") + "'")

@@ -254,12 +254,6 @@ void expect_chrome_trace(const Json& t) {
   }
 }
 
-std::string find_chromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"})
-    if (shell(std::string("command -v ") + name).exit_code == 0) return name;
-  return "";
-}
-
 TEST_F(TraceTest, TheReportOfATrainingStepAFailureAndACaptureRendersWithEveryCompileAndLink) {
   const std::string env = "KILN_TRACE=" + trace_dir().string() + " KILN_CACHE_DIR=" + path("cache");
   ASSERT_EQ(shell("kiln run " + source_path("examples/mlp.kir").string() + " --backend inductor --check --grad", env).exit_code, 0);

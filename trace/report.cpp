@@ -370,15 +370,13 @@ class Page {
   void recompiles(size_t pi) {
     const Process& p = processes_[pi];
     std::vector<const Json*> events;
-    for (const Json* e : p.unattributed) {
+    auto keep = [&](const Json* e) {
       const std::string ev = str(*e, "event");
       if (ev == "recompile" || ev == "recompile_limit" || ev == "guard_failure") events.push_back(e);
-    }
+    };
+    for (const Json* e : p.unattributed) keep(e);
     for (const Compile& k : p.compiles)
-      for (const Json* e : k.events) {
-        const std::string ev = str(*e, "event");
-        if (ev == "recompile" || ev == "recompile_limit" || ev == "guard_failure") events.push_back(e);
-      }
+      for (const Json* e : k.events) keep(e);
     if (events.empty()) return;
     out_ += "<h3>Recompiles</h3><table id=\"recompiles\"><tr><th>function</th><th>event</th><th>called at</th><th>reason</th>"
             "<th>count / limit</th></tr>\n";

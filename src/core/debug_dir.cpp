@@ -7,10 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -35,20 +33,11 @@ std::string tsv_field(std::string_view s) {
   return out;
 }
 
-// This process's command line (argv joined by spaces, each argument TSV-escaped), read once.
+// This process's command line (argv joined by spaces, each argument TSV-escaped), made once.
 const std::string& command_line() {
   static const std::string line = [] {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::stringstream raw;
-    raw << in.rdbuf();
-    std::string text = raw.str(), out;
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\0', start);
-      if (end == std::string::npos) end = text.size();
-      out += (out.empty() ? "" : " ") + tsv_field(std::string_view(text).substr(start, end - start));
-      start = end + 1;
-    }
+    std::string out;
+    for (const std::string& word : process_argv()) out += (out.empty() ? "" : " ") + tsv_field(word);
     return out;
   }();
   return line;

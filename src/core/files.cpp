@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 
 #include "core/error.h"
@@ -435,6 +436,23 @@ fs::path confined_path(const fs::path& base_dir, std::string_view relative, std:
   KILN_CHECK(b == real_base.end(), "{} \"{}\" leads outside the file's directory through a symlink (to {}); paths "
              "in a file must stay inside the file's directory", what, relative, real_full.string());
   return full;
+}
+
+const std::vector<std::string>& process_argv() {
+  static const std::vector<std::string> words = [] {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\0', start);
+      if (end == std::string::npos) end = text.size();
+      out.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  }();
+  return words;
 }
 
 std::string safe_file_stem(std::string_view name) {

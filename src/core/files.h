@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace kiln {
@@ -136,6 +137,10 @@ std::filesystem::path confined_path(const std::filesystem::path& base_dir, std::
 // and '.' stay, every other byte and a leading '.' become %HH (so no '/', no "..", no hidden file); an encoding
 // longer than 150 bytes keeps that prefix and adds '~' and the SHA-256 of the name. Empty: "%".
 std::string safe_file_stem(std::string_view name);
+
+// This process's argv as /proc/self/cmdline holds it, read once (KILN_DEBUG_DIR's index and KILN_TRACE's header
+// record it).
+const std::vector<std::string>& process_argv();
 
 // `text` as a number of type T when it is exactly one (no sign for unsigned types, no spaces, no trailing
 // characters, in range); nullopt otherwise. For every number field of every file kiln reads.

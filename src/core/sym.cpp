@@ -251,48 +251,51 @@ Expr operator*(const Expr& a, const Expr& b) {
   return from_terms(mul(a.constant(), b.constant()), std::move(terms));
 }
 
+namespace {
+
+// floor(numerator / divisor) or numerator mod divisor, as an atom of its own (nothing more divides out).
+Expr division_atom(Atom::Kind kind, const Expr& numerator, const Expr& divisor) {
+  Atom atom;
+  atom.kind = kind;
+  atom.numerator = numerator;
+  atom.divisor = divisor;
+  return atom_expr(std::move(atom));
+}
+
+// a = c*quotient + remainder (split_by_constant), and whether the remainder provably lies in [0, c) (then
+// a // c is the quotient and a mod c the remainder).
+struct ConstantDivision {
+  Expr quotient, remainder;
+  bool remainder_below_divisor = false;
+};
+ConstantDivision divide_by_constant(const Expr& a, int64_t c, std::string_view what) {
+  KILN_CHECK(c > 0, "a symbolic size {} {}: divisors of sizes must be positive", what, c);
+  auto [q, r] = split_by_constant(a, c);
+  const Range rb = bounds_of(r, any_size);
+  return ConstantDivision{std::move(q), std::move(r), rb.lo >= 0 && rb.hi < c};
+}
+
+}  // namespace
+
 Expr floor_div(const Expr& a, const Expr& b) {
   if (std::optional<int64_t> c = b.as_constant()) {
-    KILN_CHECK(*c > 0, "a symbolic size divided by {}: divisors of sizes must be positive", *c);
-    if (*c == 1) return a;
-    auto [q, r] = split_by_constant(a, *c);
-    if (r.is_constant()) return q + Expr(floor_div_int(r.constant(), *c));
-    const Range rb = bounds_of(r, any_size);
-    if (rb.lo >= 0 && rb.hi < *c) return q;  // the remainder stays below the divisor
-    Atom atom;
-    atom.kind = Atom::Kind::FloorDiv;
-    atom.numerator = r;
-    atom.divisor = b;
-    return q + atom_expr(std::move(atom));
+    ConstantDivision d = divide_by_constant(a, *c, "divided by");
+    if (d.remainder.is_constant()) return d.quotient + Expr(floor_div_int(d.remainder.constant(), *c));
+    if (d.remainder_below_divisor) return d.quotient;
+    return d.quotient + division_atom(Atom::Kind::FloorDiv, d.remainder, b);
   }
   if (std::optional<Expr> exact = exact_quotient(a, b)) return *exact;
-  Atom atom;
-  atom.kind = Atom::Kind::FloorDiv;
-  atom.numerator = a;
-  atom.divisor = b;
-  return atom_expr(std::move(atom));
+  return division_atom(Atom::Kind::FloorDiv, a, b);
 }
 
 Expr mod(const Expr& a, const Expr& b) {
   if (std::optional<int64_t> c = b.as_constant()) {
-    KILN_CHECK(*c > 0, "a symbolic size modulo {}: divisors of sizes must be positive", *c);
-    if (*c == 1) return Expr(0);
-    Expr r = split_by_constant(a, *c).second;
-    if (r.is_constant()) return r;
-    const Range rb = bounds_of(r, any_size);
-    if (rb.lo >= 0 && rb.hi < *c) return r;
-    Atom atom;
-    atom.kind = Atom::Kind::Mod;
-    atom.numerator = r;
-    atom.divisor = b;
-    return atom_expr(std::move(atom));
+    ConstantDivision d = divide_by_constant(a, *c, "modulo");
+    if (d.remainder.is_constant() || d.remainder_below_divisor) return d.remainder;
+    return division_atom(Atom::Kind::Mod, d.remainder, b);
   }
   if (exact_quotient(a, b)) return Expr(0);
-  Atom atom;
-  atom.kind = Atom::Kind::Mod;
-  atom.numerator = a;
-  atom.divisor = b;
-  return atom_expr(std::move(atom));
+  return division_atom(Atom::Kind::Mod, a, b);
 }
 
 int64_t evaluate(const Expr& e, const Assignment& values) {

@@ -11,10 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -41,26 +39,6 @@ int64_t cpu_time_us() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return int64_t(t.tv_sec) * 1000000 + t.tv_nsec / 1000;
-}
-
-// This process's argv, read once.
-const std::vector<std::string>& argv_words() {
-  static const std::vector<std::string> words = [] {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::stringstream raw;
-    raw << in.rdbuf();
-    const std::string text = raw.str();
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\0', start);
-      if (end == std::string::npos) end = text.size();
-      out.push_back(text.substr(start, end - start));
-      start = end + 1;
-    }
-    return out;
-  }();
-  return words;
 }
 
 Json to_json(const TraceValue& v) {
@@ -173,7 +151,7 @@ class TraceFile {
     for (const OptionInEffect& o : options_in_effect())
       if (o.set) config[o.env] = utf8_lossless(o.value);
     Json argv = Json::array();
-    for (const std::string& w : argv_words()) argv.push_back(utf8_lossless(w));
+    for (const std::string& w : process_argv()) argv.push_back(utf8_lossless(w));
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     Json header = {
