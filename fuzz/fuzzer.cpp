@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <regex>
 #include <set>
 
@@ -199,6 +200,13 @@ std::string mask_numbers(const std::string& text) {
   return std::regex_replace(std::regex_replace(std::regex_replace(text, list, "[..]"), dtype, "DT"), number, "N");
 }
 
+// A run's identity in merged summaries: 128 random bits (two workers started in the same second on two machines
+// must not collide), hex.
+std::string new_run_id() {
+  std::random_device device;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", device(), device(), device(), device());
+}
+
 class Loop {
  public:
   explicit Loop(const FuzzOptions& o) : o_(o), start_(std::chrono::steady_clock::now()) {}
@@ -206,16 +214,17 @@ class Loop {
   FuzzSummary run() {
     if (!o_.out_dir.empty()) create_output_directory(o_.out_dir);
     const uint64_t round = uint64_t(std::max(1, o_.check.jobs) * batch_size(o_.check) / 2 + 1);
-    uint64_t next = o_.first_index;
+    uint64_t next = 0;  // this shard's graphs checked so far
     while (!done(next)) {
       uint64_t n = round;
-      if (o_.runs) n = std::min(n, o_.first_index + *o_.runs - next);
+      if (o_.runs) n = std::min(n, *o_.runs - next);
       run_round(next, n);
       next += n;
       s_.seconds = elapsed();
       if (o_.status) o_.status(s_.status_line());
     }
     s_.seconds = elapsed();
+    s_.runs.push_back({new_run_id(), o_.check.backend, o_.seed, o_.first_index, s_.graphs, o_.shard, s_.seconds});
     return s_;
   }
 
@@ -224,8 +233,12 @@ class Loop {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
   bool done(uint64_t next) const {
-    if (o_.runs && next >= o_.first_index + *o_.runs) return true;
+    if (o_.runs && next >= *o_.runs) return true;
     return o_.time_s > 0 && elapsed() >= o_.time_s;
+  }
+  // The graph index of this shard's `k`-th graph.
+  uint64_t graph_index(uint64_t k) const {
+    return o_.first_index + uint64_t(o_.shard.index - 1) + k * uint64_t(o_.shard.count);
   }
 
   void run_round(uint64_t first, uint64_t n) {
@@ -234,10 +247,13 @@ class Loop {
     std::vector<std::pair<size_t, bool>> job_case;  // (case, is the variant)
     for (uint64_t i = 0; i < n; ++i) {
       Prepared& p = cases[i];
-      p.index = first + i;
+      p.index = graph_index(first + i);
       p.fc = generate_indexed(o_.seed, p.index, o_.gen);
       if (o_.on_graph) o_.on_graph(p.index, p.fc.graph);
       for (const CoverageKey& k : coverage_keys(p.fc.graph)) ++s_.coverage[k];
+      for (const graph::Node& node : p.fc.graph.nodes())
+        if (node.kind == graph::NodeKind::Op && !node.outputs.empty())
+          ++s_.shape_coverage[shape_class(p.fc.graph.value(node.outputs[0]).meta.sizes)];
       for (const std::string& r : p.fc.refused) {
         FuzzSummary::Gap& gap = s_.infer_gaps[mask_numbers(r)];
         if (gap.count++ == 0) gap.first_index = p.index, gap.example = r;
@@ -267,6 +283,7 @@ class Loop {
     }
     std::vector<FailureSignature> verdicts = check_isolated(jobs, o_.check);
     s_.checks += jobs.size();
+    for (const auto& [c, variant] : job_case) ++s_.variant_coverage[variant ? cases[c].variant : "default"];
     for (size_t j = 0; j < jobs.size(); ++j) {
       if (!verdicts[j].failed()) continue;
       const Prepared& p = cases[job_case[j].first];
@@ -322,6 +339,8 @@ class Loop {
       if (m.failure.failed()) r.message = m.failure.message;
     }
     r.signature = std::string(failure_kind_name(r.kind)) + ":" + op_structure(reduced);
+    r.nodes = op_names(reduced).size();
+    for (ValueId v = 0; v < reduced.num_values(); ++v) r.elements += uint64_t(std::max<int64_t>(0, shape_numel(reduced.value(v).meta.sizes)));
     auto same_graph = [&](const FindingRecord& known) {
       if (known.kind != r.kind) return false;
       if (known.signature == r.signature && known.variant == r.variant) return true;
@@ -343,7 +362,7 @@ class Loop {
     for (FindingRecord& known : s_.findings)
       if (known.bucket == r.bucket) {
         ++known.hits;
-        known.others.push_back({r.index, r.variant, r.signature});
+        known.others.push_back({r.index, r.variant, r.signature, r.seed});
         remove_repro(r.repro);
         say(r, "the same bug as finding " + known.signature);
         return;
@@ -390,6 +409,10 @@ Graph in_f64(const Graph& g) {
 
 FuzzSummary run_fuzz(const FuzzOptions& opts) { return Loop(opts).run(); }
 
+std::string shape_class(const std::vector<int64_t>& sizes) {
+  return shape_numel(sizes) == 0 ? "empty" : fmt::format("rank{}", sizes.size());
+}
+
 std::string FuzzSummary::status_line() const {
   std::set<OpId> ops;
   for (const auto& [k, n] : coverage) ops.insert(k.op);
@@ -418,7 +441,8 @@ std::string FuzzSummary::json() const {
   for (const FindingRecord& f : findings) {
     nlohmann::json others = nlohmann::json::array();
     for (const FindingRecord::Other& o : f.others)
-      others.push_back({{"index", o.index}, {"variant", o.variant}, {"signature", utf8_lossless(o.signature)}});
+      others.push_back({{"index", o.index}, {"variant", o.variant}, {"signature", utf8_lossless(o.signature)},
+                        {"seed", o.seed}});
     j["findings"].push_back({{"signature", utf8_lossless(f.signature)}, {"bucket", utf8_lossless(f.bucket)},
                              {"kind", failure_kind_name(f.kind)}, {"variant", f.variant}, {"seed", f.seed},
                              {"index", f.index}, {"hits", f.hits}, {"repro", utf8_lossless(f.repro)},
@@ -427,8 +451,13 @@ std::string FuzzSummary::json() const {
                              {"root_cause", {{"outcome", utf8_lossless(f.cause.outcome)},
                                              {"stage", utf8_lossless(f.cause.stage)},
                                              {"site", utf8_lossless(f.cause.site)}, {"op", utf8_lossless(f.cause.op)}}},
-                             {"other_graphs", others}});
+                             {"other_graphs", others}, {"nodes", f.nodes}, {"elements", f.elements}});
   }
+  j["runs"] = nlohmann::json::array();
+  for (const RunRecord& r : runs)
+    j["runs"].push_back({{"id", r.id}, {"backend", utf8_lossless(r.backend)}, {"seed", r.seed},
+                         {"first_index", r.first_index}, {"shard", r.shard.str()}, {"graphs", r.graphs},
+                         {"seconds", r.seconds}});
   std::set<OpId> ops;
   nlohmann::json cov = nlohmann::json::object();
   for (const auto& [k, n] : coverage) {
@@ -439,8 +468,80 @@ std::string FuzzSummary::json() const {
   for (const auto& [key, gap] : infer_gaps)
     j["infer_gaps"].push_back({{"pattern", key}, {"count", gap.count}, {"first_index", gap.first_index},
                                {"example", utf8_lossless(gap.example)}});
-  j["coverage"] = {{"ops_reached", ops.size()}, {"ops_total", all_ops().size()}, {"nodes", cov}};
+  j["coverage"] = {{"ops_reached", ops.size()}, {"ops_total", all_ops().size()}, {"nodes", cov},
+                   {"shapes", shape_coverage}, {"variants", variant_coverage}};
   return j.dump(2);
+}
+
+FuzzSummary summary_from_json(const std::string& text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("{}: not JSON ({}); expected the summary.json a `kiln fuzz -o DIR` run writes", where, e.what());
+  }
+  FuzzSummary s;
+  try {
+    KILN_CHECK(j.is_object() && j.contains("runs") && j["runs"].is_array() && !j["runs"].empty(), "{}: no \"runs\" "
+               "list: not the summary of this kiln's `kiln fuzz -o DIR` (run it again with this kiln)", where);
+    for (const char* key : {"graphs", "valid", "nan_free", "near_steps", "checks"})
+      KILN_CHECK(j.at(key).is_number_unsigned(), "{}: \"{}\" is {}; expected a count", where, key, j[key].dump());
+    s.graphs = j["graphs"];
+    s.valid = j["valid"];
+    s.nan_free = j["nan_free"];
+    s.near_steps = j["near_steps"];
+    s.checks = j["checks"];
+    s.seconds = j.at("seconds").get<double>();
+    for (const nlohmann::json& r : j["runs"]) {
+      RunRecord run{r.at("id").get<std::string>(), r.at("backend").get<std::string>(), r.at("seed").get<uint64_t>(),
+                    r.at("first_index").get<uint64_t>(), r.at("graphs").get<uint64_t>(),
+                    parse_shard(r.at("shard").get<std::string>(), where + ": run shard"), r.at("seconds").get<double>()};
+      KILN_CHECK(!run.id.empty(), "{}: a run without an id", where);
+      s.runs.push_back(std::move(run));
+    }
+    for (const nlohmann::json& f : j.at("findings")) {
+      FindingRecord r;
+      r.signature = f.at("signature").get<std::string>();
+      r.bucket = f.at("bucket").get<std::string>();
+      r.kind = parse_failure_kind(f.at("kind").get<std::string>(), where + ": finding kind");
+      r.variant = f.at("variant").get<std::string>();
+      r.seed = f.at("seed").get<uint64_t>();
+      r.index = f.at("index").get<uint64_t>();
+      r.hits = f.at("hits").get<uint64_t>();
+      r.repro = f.at("repro").get<std::string>();
+      r.minimized = f.at("minimized").get<bool>();
+      r.message = f.at("message").get<std::string>();
+      r.note = f.at("note").get<std::string>();
+      const nlohmann::json& c = f.at("root_cause");
+      r.cause = {c.at("outcome").get<std::string>(), c.at("stage").get<std::string>(), c.at("site").get<std::string>(),
+                 c.at("op").get<std::string>()};
+      for (const nlohmann::json& o : f.at("other_graphs"))
+        r.others.push_back({o.at("index").get<uint64_t>(), o.at("variant").get<std::string>(),
+                            o.at("signature").get<std::string>(), o.value("seed", r.seed)});
+      r.nodes = f.value("nodes", uint64_t(0));
+      r.elements = f.value("elements", uint64_t(0));
+      s.findings.push_back(std::move(r));
+    }
+    const nlohmann::json& cov = j.at("coverage");
+    for (const auto& [op, by_dtype] : cov.at("nodes").items()) {
+      const OpInfo* info = find_op(op);
+      KILN_CHECK(info, "{}: coverage names op {}, which this kiln does not have", where, terminal_safe(op));
+      for (const auto& [dtype, n] : by_dtype.items()) {
+        std::optional<DType> d = dtype_from_name(dtype);
+        KILN_CHECK(d, "{}: coverage of {} names dtype {}", where, terminal_safe(op), terminal_safe(dtype));
+        s.coverage[{info->id, *d}] += n.get<uint64_t>();
+      }
+    }
+    s.shape_coverage = cov.at("shapes").get<std::map<std::string, uint64_t>>();
+    s.variant_coverage = cov.at("variants").get<std::map<std::string, uint64_t>>();
+    for (const nlohmann::json& g : j.at("infer_gaps"))
+      s.infer_gaps[g.at("pattern").get<std::string>()] = {g.at("count").get<uint64_t>(),
+                                                           g.at("first_index").get<uint64_t>(),
+                                                           g.at("example").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: malformed fuzz summary ({}); expected the summary.json a `kiln fuzz -o DIR` run writes", where, e.what());
+  }
+  return s;
 }
 
 std::string FuzzSummary::coverage_table() const {
@@ -459,8 +560,14 @@ std::string FuzzSummary::coverage_table() const {
     reached += any;
     out += row + "\n";
   }
-  return out + fmt::format("{} of {} ops reached (nodes counted by the dtype they compute in)\n", reached,
-                           all_ops().size());
+  out += fmt::format("{} of {} ops reached (nodes counted by the dtype they compute in)\n", reached, all_ops().size());
+  auto counts = [](const std::map<std::string, uint64_t>& m) {
+    std::vector<std::string> parts;
+    for (const auto& [k, n] : m) parts.push_back(fmt::format("{} {}", k, n));
+    return parts.empty() ? std::string("none") : fmt::format("{}", fmt::join(parts, ", "));
+  };
+  out += "op nodes by output shape: " + counts(shape_coverage) + "\n";
+  return out + "checks by variant: " + counts(variant_coverage) + "\n";
 }
 
 }  // namespace kiln::fuzz

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/shard.h"
 #include "fuzz/check.h"
 #include "repro/failure.h"
 #include "fuzz/generator.h"
@@ -25,6 +26,9 @@ struct FuzzOptions {
   std::optional<uint64_t> runs;    // graphs to check (with time_s: whichever ends first)
   double time_s = 0;               // seconds to run (0: until `runs`)
   uint64_t first_index = 0;        // graph indices first_index, first_index + 1, ...
+  // Of those, only shard K/N's: first_index + K - 1, first_index + K - 1 + N, ... (N workers of one seed check
+  // disjoint graphs; `runs` counts this shard's).
+  ShardSpec shard;
   bool metamorphic = true;         // besides the plain check, one metamorphic variant per graph
   int input_searches = 4;          // input seeds tried for a NaN/Inf-free reference
   std::string out_dir;             // repros of findings (empty: none written, findings not minified)
@@ -53,8 +57,20 @@ struct FindingRecord {
   struct Other {
     uint64_t index = 0;
     std::string variant, signature;
+    uint64_t seed = 0;
   };
   std::vector<Other> others;
+  // The minimized graph's size (op nodes, then elements of its values): `kiln fuzz merge` keeps the smallest
+  // repro of a bucket.
+  uint64_t nodes = 0, elements = 0;
+};
+
+// One `kiln fuzz` process's run: what a merged summary is made of (fuzz/merge.h). `id` is unique per run.
+struct RunRecord {
+  std::string id, backend;
+  uint64_t seed = 0, first_index = 0, graphs = 0;
+  ShardSpec shard;
+  double seconds = 0;
 };
 
 struct FuzzSummary {
@@ -65,6 +81,9 @@ struct FuzzSummary {
   double seconds = 0;
   std::vector<FindingRecord> findings;  // one per distinct bug
   std::map<CoverageKey, uint64_t> coverage;
+  std::map<std::string, uint64_t> shape_coverage;    // op nodes by their output's shape class ("rank2", "empty")
+  std::map<std::string, uint64_t> variant_coverage;  // checks by variant ("default", "unfused", ...)
+  std::vector<RunRecord> runs;                       // one for a run; every merged run's for a merge
   // Calls shape inference accepted but the kernel refused while generating (FuzzCase::refused), by message
   // with numbers masked: gaps between an op's infer function and its kernel (graphs that verify, then fail).
   struct Gap {
@@ -72,12 +91,16 @@ struct FuzzSummary {
     std::string example;
   };
   std::map<std::string, Gap> infer_gaps;
-  std::string json() const;            // the JSON summary
-  std::string coverage_table() const;  // ops x dtypes, counts
+  std::string json() const;            // the JSON summary (summary.json)
+  std::string coverage_table() const;  // ops x dtypes, counts; then shape classes and variants
   std::string status_line() const;
 };
 
 FuzzSummary run_fuzz(const FuzzOptions& opts);
+// summary.json read back; a malformed one is a kiln::Error naming `where` and the field.
+FuzzSummary summary_from_json(const std::string& text, const std::string& where);
+// The shape class coverage counts a value of `sizes` under: "empty" (no elements), else "rank<R>".
+std::string shape_class(const std::vector<int64_t>& sizes);
 
 // The variants a graph is checked in (name -> graph and options). "default" is the graph as generated; the
 // metamorphic ones: "unfused" (KILN_BISECT_DISABLE=inductor:fusion), "bisect" (KILN_BISECT_LIMIT=inductor=K),

@@ -423,33 +423,51 @@ std::string case_svg(const std::string& name, const std::vector<BenchRun>& histo
 
 }  // namespace
 
-std::string history_html(const std::vector<BenchRun>& history, double tolerance, double alpha) {
-  std::vector<std::string> names;
+std::vector<Machine> machines_of(const std::vector<BenchRun>& history) {
+  std::vector<Machine> out;
   for (const BenchRun& r : history)
-    for (const BenchCase& c : r.cases)
-      if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+    if (std::find(out.begin(), out.end(), r.machine) == out.end()) out.push_back(r.machine);
+  return out;
+}
+
+std::string history_html(const std::vector<BenchRun>& all_runs, double tolerance, double alpha) {
+  const std::vector<Machine> machines = machines_of(all_runs);
   std::string body;
   int total_regressions = 0;
-  for (const std::string& name : names) {
-    int regressions = 0;
-    std::string svg = case_svg(name, history, tolerance, alpha, regressions);
-    total_regressions += regressions;
-    body += fmt::format("<section><h2>{}{}</h2>\n{}</section>\n", html_escape(name),
-                        regressions ? fmt::format(" <span class=\"bad\">{} regression{}</span>", regressions,
-                                                  regressions > 1 ? "s" : "") : "", svg);
+  std::set<std::string> all_names;
+  for (const Machine& machine : machines) {
+    std::vector<BenchRun> history;
+    for (const BenchRun& r : all_runs)
+      if (r.machine == machine) history.push_back(r);
+    std::vector<std::string> names;
+    for (const BenchRun& r : history)
+      for (const BenchCase& c : r.cases)
+        if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+    all_names.insert(names.begin(), names.end());
+    if (machines.size() > 1)
+      body += fmt::format("<h2 class=\"machine\">{}: {} runs</h2>\n", html_escape(machine.str()), history.size());
+    for (const std::string& name : names) {
+      int regressions = 0;
+      std::string svg = case_svg(name, history, tolerance, alpha, regressions);
+      total_regressions += regressions;
+      body += fmt::format("<section><h3>{}{}</h3>\n{}</section>\n", html_escape(name),
+                          regressions ? fmt::format(" <span class=\"bad\">{} regression{}</span>", regressions,
+                                                    regressions > 1 ? "s" : "") : "", svg);
+    }
   }
-  const std::string first = history.empty() ? "" : history.front().date, last = history.empty() ? "" : history.back().date;
+  const std::string first = all_runs.empty() ? "" : all_runs.front().date, last = all_runs.empty() ? "" : all_runs.back().date;
   return fmt::format(
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>kiln bench history</title>\n"
       "<style>body{{font-family:sans-serif;margin:2em}} section{{display:inline-block;margin:0 1em 1em 0}}"
-      " h2{{font-size:14px;margin:0}} .bad{{color:#d22}}</style></head>\n<body>\n"
+      " h3{{font-size:14px;margin:0}} .bad{{color:#d22}}</style></head>\n<body>\n"
       "<h1>kiln bench: {} runs, {} cases, {} regressions</h1>\n"
-      "<p>{} to {}. Each plot: the median ms per call of one case per run (by commit), the bar from its fastest to "
-      "its slowest sample; red: a compiled case slower than the run before by more than {:.0f}% with the rank test's "
-      "p &lt; {} (grey: the same for an eager or copy case, a reference that is shown, not counted).</p>\n"
+      "<p>{} to {}{}. Each plot: the median ms per call of one case per run (by commit), the bar from its fastest to "
+      "its slowest sample; red: a compiled case slower than the run before on the same machine by more than {:.0f}% "
+      "with the rank test's p &lt; {} (grey: the same for an eager or copy case, a reference that is shown, not "
+      "counted). Runs of different machines are drawn apart and never compared.</p>\n"
       "{}</body></html>\n",
-      history.size(), names.size(), total_regressions, html_escape(first), html_escape(last), 100 * tolerance, alpha,
-      body);
+      all_runs.size(), all_names.size(), total_regressions, html_escape(first), html_escape(last),
+      machines.size() > 1 ? fmt::format(", {} machines", machines.size()) : "", 100 * tolerance, alpha, body);
 }
 
 }  // namespace kiln::gate

@@ -88,8 +88,11 @@ std::vector<CaseComparison> compare_runs(const BenchRun& before, const BenchRun&
 // Each run as one JSON line (date, commit, machine, every case's samples); appended atomically.
 void append_history(const std::string& path, const BenchRun& run);
 std::vector<BenchRun> load_history(const std::string& path);
-// One HTML page, no scripts or external files: a plot per case of its median over the runs, with the spread
-// of its samples, regressions (slower than the run before, by the rank test) marked in red.
+// The machines of `history`, in the order of their first run.
+std::vector<Machine> machines_of(const std::vector<BenchRun>& history);
+// One HTML page, no scripts or external files: per machine (runs of several machines are never compared), a plot
+// per case of its median over that machine's runs, with the spread of its samples, regressions (slower than the
+// machine's run before, by the rank test) marked in red.
 std::string history_html(const std::vector<BenchRun>& history, double tolerance, double alpha);
 
 }  // namespace kiln::gate

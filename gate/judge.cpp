@@ -167,8 +167,8 @@ void save_baseline(const Baseline& b, const std::string& path) {
 }
 
 std::vector<EntryResult> judge(const Suite& suite, const std::vector<Measurement>& measured, const RunConfig& config,
-                               const Baseline* baseline, const Thresholds& t) {
-  const bool same_machine = baseline && baseline->machine == this_machine();
+                               const Baseline* baseline, const Thresholds& t, const Machine* measured_on) {
+  const bool same_machine = baseline && baseline->machine == (measured_on ? *measured_on : this_machine());
   std::vector<EntryResult> results;
   for (size_t i = 0; i < suite.entries.size(); ++i) {
     EntryResult r;

@@ -64,7 +64,9 @@ struct EntryResult {
   std::string reproduce;                 // the command that shows this entry's result
 };
 
+// `measured_on` is the machine the measurements were taken on (null: this one); times are compared only when it is
+// the baseline's.
 std::vector<EntryResult> judge(const Suite& suite, const std::vector<Measurement>& measured, const RunConfig& config,
-                               const Baseline* baseline, const Thresholds& t);
+                               const Baseline* baseline, const Thresholds& t, const Machine* measured_on = nullptr);
 
 }  // namespace kiln::gate

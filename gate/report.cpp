@@ -61,7 +61,8 @@ int count_verdict(const std::vector<EntryResult>& results, Verdict v) {
 
 std::string summary_text(const std::vector<EntryResult>& results, const RunInfo& info) {
   const std::string incomplete = info.incomplete(results.size());
-  std::string out = fmt::format("kiln gate {} (backend {}, {}{}):\n", terminal_safe(info.suite), info.backend,
+  std::string out = fmt::format("kiln gate {}{} (backend {}, {}{}):\n", terminal_safe(info.suite),
+                                info.shard.empty() ? "" : ", shard " + info.shard, info.backend,
                                 info.baseline.empty() ? "no baseline: every entry must pass"
                                                       : "baseline " + terminal_safe(info.baseline),
                                 incomplete.empty() ? "" : "; " + incomplete);
@@ -112,7 +113,7 @@ std::string junit_xml(const std::vector<EntryResult>& results, const RunInfo& in
                                             "</properties>\n", xml_escape(incomplete)));
 }
 
-std::string json_report(const std::vector<EntryResult>& results, const RunInfo& info) {
+std::string json_report(const std::vector<EntryResult>& results, const RunInfo& info, const json* shard) {
   json entries = json::array();
   for (const EntryResult& r : results) {
     json e = {{"name", text(r.entry.name)}, {"path", text(r.entry.path)}, {"verdict", verdict_name(r.verdict)},
@@ -130,6 +131,7 @@ std::string json_report(const std::vector<EntryResult>& results, const RunInfo& 
             {"complete", info.incomplete(results.size()).empty()},
             {"entries_total", std::max(info.entries_total, results.size())},
             {"entries", entries}};
+  if (shard) j["shard"] = *shard;
   return j.dump(2) + "\n";
 }
 

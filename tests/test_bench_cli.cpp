@@ -71,12 +71,41 @@ TEST_F(Bench, CorruptAndForeignBaselinesAreClearErrors) {
 
 // A history of one case over three commits, written by hand so the verdicts are known: the second run is the
 // first one's noise, the third twice as slow.
-std::string history_line(const std::string& git, double base) {
+std::string history_line(const std::string& git, double base, const std::string& cpu = "") {
   json benchmarks = json::array();
   for (int i = 0; i < 8; ++i)
     benchmarks.push_back({{"name", "g/compiled/warm"}, {"run_type", "iteration"}, {"real_time", base * (1 + 0.01 * i)},
                           {"time_unit", "ms"}, {"iterations", 10}});
-  return json{{"context", {{"git", git}, {"date", "2026-11-24"}}}, {"benchmarks", benchmarks}}.dump() + "\n";
+  json context = {{"git", git}, {"date", "2026-11-24"}};
+  if (!cpu.empty()) context["cpu"] = cpu, context["num_cpus"] = 2;
+  return json{{"context", context}, {"benchmarks", benchmarks}}.dump() + "\n";
+}
+
+// Histories of two machines, one report: each machine's runs are drawn apart and a slow machine's runs are not
+// regressions of a fast one's; a baseline from another machine is not compared.
+TEST_F(Bench, HistoriesOfSeveralMachinesAreNeverComparedAcrossMachines) {
+  write_file(dir_ / "fast.jsonl", history_line("aaaa", 1.0, "Fast CPU") + history_line("cccc", 1.0, "Fast CPU"));
+  write_file(dir_ / "slow.jsonl", history_line("bbbb", 3.0, "Slow CPU") + history_line("dddd", 6.0, "Slow CPU"));
+  CliResult r = bench_cli("bench report '" + path("fast.jsonl") + "' '" + path("slow.jsonl") + "' -o '" +
+                          path("r.html") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4 runs of 2 machines"), std::string::npos) << r.output;
+  std::string html = read_text(path("r.html"));
+  EXPECT_NE(html.find("Fast CPU (2 threads): 2 runs"), std::string::npos) << html;
+  EXPECT_NE(html.find("Slow CPU (2 threads): 2 runs"), std::string::npos) << html;
+  EXPECT_EQ(count(html, "<circle class=\"regression\""), 1) << html;  // dddd against bbbb only
+  EXPECT_NE(html.find("dddd 2026-11-24: median"), std::string::npos) << html;
+
+  ASSERT_EQ(bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm -q --json '" + path("a.json") +
+                      "'").exit_code, 0);
+  json j = json::parse(read_text(path("a.json")));
+  j["context"]["cpu"] = "Another CPU";
+  for (json& b : j["benchmarks"]) b["real_time"] = 1e-6, b["cpu_time"] = 1e-6;  // far faster: would be SLOWER now
+  write_file(dir_ / "other.json", j.dump());
+  CliResult cmp = bench_cli("bench '" + path("chain.kir") + "' --repetitions 3 --caches warm -q --baseline '" +
+                            path("other.json") + "'");
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("it was measured on Another CPU"), std::string::npos) << cmp.output;
 }
 
 TEST_F(Bench, TheReportMarksOnlyTheRunThatGotSlower) {
@@ -184,7 +213,7 @@ TEST_F(Bench, TheHistoryReportHoldsOnePlotPerCaseAndRenders) {
   EXPECT_EQ(count(read_text(path("h.jsonl")), "\n"), 3);  // one line per run
   CliResult r = bench_cli("bench report '" + path("h.jsonl") + "' -o '" + path("report.html") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("3 runs drawn into"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 runs of 1 machine drawn into"), std::string::npos) << r.output;
   std::string html = read_text(path("report.html"));
   EXPECT_EQ(count(html, "<svg class=\"plot\""), 6);  // compiled, eager, copy; cold and warm
   EXPECT_EQ(count(html, "<circle class="), 6 * 3);   // a point per case per run

@@ -30,7 +30,8 @@ struct BenchArgs {
   bool quiet = false;
   double tolerance = 0.1, alpha = 0.05;
   std::string metric = "real";
-  std::string report_history, report_out;
+  std::vector<std::string> report_histories;
+  std::string report_out;
 };
 
 std::string ms(double v) { return std::isnan(v) ? std::string("-") : fmt::format("{:.4g}", v); }
@@ -78,6 +79,12 @@ int run_bench(BenchArgs& a) {
     fmt::print("appended to {}\n", terminal_safe(a.history));
   }
   if (!baseline) return run.failures.empty() ? 0 : 1;
+  // Times say something about the code only on the machine they were measured on (the rule of kiln gate).
+  if (!baseline->machine.cpu.empty() && !(baseline->machine == run.machine)) {
+    fmt::print("\nnot compared with {}: it was measured on {}, this run on {}; record a baseline on this machine\n",
+               terminal_safe(a.baseline), terminal_safe(baseline->machine.str()), terminal_safe(run.machine.str()));
+    return run.failures.empty() ? 0 : 1;
+  }
   std::vector<gate::CaseComparison> cmp = gate::compare_runs(*baseline, run, a.tolerance, a.alpha, a.metric == "cpu");
   fmt::print("\ncompared with {} by {} time (slower = median more than {:.0f}% above with p < {}):\n",
              terminal_safe(a.baseline),
@@ -97,10 +104,16 @@ int run_bench(BenchArgs& a) {
 }
 
 int run_report(const BenchArgs& a) {
-  std::vector<gate::BenchRun> history = gate::load_history(a.report_history);
-  KILN_CHECK(!history.empty(), "{}: the history holds no runs", terminal_safe(a.report_history));
+  // Several machines' histories draw into one page, each machine's runs apart (gate/bench.h, history_html).
+  std::vector<gate::BenchRun> history;
+  for (const std::string& file : a.report_histories) {
+    std::vector<gate::BenchRun> runs = gate::load_history(file);
+    KILN_CHECK(!runs.empty(), "{}: the history holds no runs", terminal_safe(file));
+    history.insert(history.end(), runs.begin(), runs.end());
+  }
   write_file_atomic(a.report_out, gate::history_html(history, a.tolerance, a.alpha));
-  fmt::print("{}: {} runs drawn into {}\n", terminal_safe(a.report_history), history.size(), terminal_safe(a.report_out));
+  fmt::print("{} runs of {} machine{} drawn into {}\n", history.size(), gate::machines_of(history).size(),
+             gate::machines_of(history).size() == 1 ? "" : "s", terminal_safe(a.report_out));
   return 0;
 }
 
@@ -133,7 +146,8 @@ void add_bench_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   // The report's red marks use the same rule as --baseline.
   add_time_tolerance_option(*report, args.tolerance, "a compiled case's median slower than the run before by more "
                                                     "than this (default 0.1 = 10%) with p < 0.05 is marked");
-  report->add_option("history", args.report_history, "the history file")->required();
+  report->add_option("history", args.report_histories, "the history files (one per machine, or any mix: each "
+                                                      "machine's runs are drawn and judged apart)")->required();
   add_output_option(*report, args.report_out, "the HTML file to write")->required();
   runners["bench"] = [report] {
     if (report->parsed()) return run_report(args);

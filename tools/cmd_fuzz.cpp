@@ -1,6 +1,7 @@
 // `kiln fuzz [--backend B] [--time S | --runs N] [--seed N] [--index I] [-j N] [--max-nodes N] [--ops LIST]
-// [-o DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [-q]`: property-based graph
-// fuzzing (fuzz/fuzzer.h, docs/fuzz.md). Exit 0 without findings, 1 with any, 2 for bad options.
+// [-o DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [--shard K/N] [-q]`: property-based
+// graph fuzzing (fuzz/fuzzer.h, docs/fuzz.md); `kiln fuzz merge DIR... -o OUT`: N workers' findings as one
+// campaign's (fuzz/merge.h). Exit 0 without findings, 1 with any, 2 for bad options or input.
 #include "tools/cmd_fuzz.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "core/files.h"
 #include "core/options.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/merge.h"
 #include "graph/text.h"
 #include "repro/command.h"
 #include "tools/cli_checks.h"
@@ -23,7 +25,8 @@ namespace kiln::cli {
 namespace {
 
 struct FuzzArgs {
-  std::string backend = "inductor", out;
+  std::string backend = "inductor", out, shard;
+  std::vector<std::string> merge_dirs;  // `kiln fuzz merge`
   std::optional<std::string> ops;  // --ops as given: an empty list is an error, not "every op"
   std::optional<uint64_t> runs, index;
   std::optional<double> time_s;
@@ -38,6 +41,31 @@ void check_out_dir(const std::string& dir) {
   if (dir.empty()) return;
   create_output_directory(dir);
   check_output_path(dir + "/summary.json");
+}
+
+// The coverage table, one line per bug with its repro's check command, and the infer gaps: what `kiln fuzz` and
+// `kiln fuzz merge` print on stdout.
+void print_summary(const fuzz::FuzzSummary& s) {
+  fmt::print("{}\n", s.coverage_table());
+  uint64_t hits = 0;
+  for (const fuzz::FindingRecord& f : s.findings) {
+    hits += f.hits;
+    fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}{}\n", terminal_safe(f.signature), f.hits,
+               terminal_safe(f.variant), f.seed, f.index, f.repro.empty() ? "" : ": " + terminal_safe(f.repro),
+               f.minimized ? "" : " (not minimized: " + terminal_safe(f.note) + ")",
+               f.repro.empty() ? "" : "; check it with: " + reproduce_command(RunLine{.file = f.repro, .repro_run = true}));
+    if (!f.cause.outcome.empty()) fmt::print("  root cause: {}\n", terminal_safe(f.cause.str()));
+    std::vector<std::string> others;
+    for (const fuzz::FindingRecord::Other& o : f.others)
+      others.push_back(fmt::format("{} (seed {} index {}, variant {})", terminal_safe(o.signature), o.seed, o.index,
+                                   terminal_safe(o.variant)));
+    if (!others.empty()) fmt::print("  the same bug in: {}\n", fmt::join(others, ", "));
+  }
+  fmt::print("{} distinct bug{} in {} failing graph{}\n", s.findings.size(), s.findings.size() == 1 ? "" : "s", hits,
+             hits == 1 ? "" : "s");
+  for (const auto& [pattern, gap] : s.infer_gaps)
+    fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
+               gap.first_index, terminal_safe(gap.example));
 }
 
 int run_fuzz_command(const FuzzArgs& a) {
@@ -76,30 +104,20 @@ int run_fuzz_command(const FuzzArgs& a) {
     o.progress = [tty](const std::string& line) {  // on a terminal, over the status line
       fmt::print(stderr, "{}{}{}\n", tty ? "\r" : "", terminal_safe(line), tty ? "\x1b[K" : "");
     };
+  if (!a.shard.empty()) o.shard = parse_shard(a.shard);
   fuzz::FuzzSummary s = fuzz::run_fuzz(o);
   if (!a.quiet) fmt::print(stderr, "{}{}\n", tty ? "\r" : "", s.status_line());
-  fmt::print("{}\n", s.coverage_table());
-  uint64_t hits = 0;
-  for (const fuzz::FindingRecord& f : s.findings) {
-    hits += f.hits;
-    fmt::print("finding {} ({} hits, variant {}, seed {} index {}){}{}{}\n", f.signature, f.hits, f.variant, f.seed,
-               f.index, f.repro.empty() ? "" : ": " + terminal_safe(f.repro),
-               f.minimized ? "" : " (not minimized: " + terminal_safe(f.note) + ")",
-               f.repro.empty() ? "" : "; check it with: " + reproduce_command(RunLine{.file = f.repro, .repro_run = true}));
-    if (!f.cause.outcome.empty()) fmt::print("  root cause: {}\n", terminal_safe(f.cause.str()));
-    std::vector<std::string> others;
-    for (const fuzz::FindingRecord::Other& o : f.others)
-      others.push_back(fmt::format("{} (index {}, variant {})", o.signature, o.index, o.variant));
-    if (!others.empty()) fmt::print("  the same bug in: {}\n", fmt::join(others, ", "));
-  }
-  fmt::print("{} distinct bug{} in {} failing graph{}\n", s.findings.size(), s.findings.size() == 1 ? "" : "s", hits,
-             hits == 1 ? "" : "s");
-  for (const auto& [pattern, gap] : s.infer_gaps)
-    fmt::print("shape inference accepted what the kernel refused ({} times, first in graph {}): {}\n", gap.count,
-               gap.first_index, gap.example);
+  print_summary(s);
   std::string json = s.json();
   if (!a.out.empty()) write_file_atomic(a.out + "/summary.json", json + "\n");
   fmt::print("{}\n", json);
+  return s.findings.empty() ? 0 : 1;
+}
+
+int run_merge_command(const FuzzArgs& a) {
+  fuzz::FuzzSummary s = fuzz::merge_fuzz_directories(a.merge_dirs, a.out);
+  print_summary(s);
+  fmt::print("{} runs merged into {} ({} graphs)\n", s.runs.size(), terminal_safe(a.out), s.graphs);
   return s.findings.empty() ? 0 : 1;
 }
 
@@ -131,7 +149,16 @@ void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   add_timeout_option(*f, a.timeout_s);
   add_tol_option(*f, a.tol);
   add_quiet_option(*f, a.quiet);
-  runners["fuzz"] = [] { return run_fuzz_command(a); };
+  f->add_option("--shard", a.shard, "check only shard K of N (1 <= K <= N) of the seed's graph indices: I with "
+                                    "I % N == K - 1 (N workers, disjoint graphs; merge with `kiln fuzz merge`)")
+      ->excludes(index);
+  f->require_subcommand(0, 1);
+  auto* merge = f->add_subcommand("merge", "merge the -o directories of several fuzz workers into one: one bucket "
+                                           "per root cause across them, hits and coverage summed, the smallest repro "
+                                           "of each bug kept");
+  merge->add_option("dirs", a.merge_dirs, "each worker's -o directory (holding its summary.json)")->required();
+  add_output_option(*merge, a.out, "the merged directory to write (new or empty)")->required();
+  runners["fuzz"] = [merge] { return merge->parsed() ? run_merge_command(a) : run_fuzz_command(a); };
 }
 
 }  // namespace kiln::cli
