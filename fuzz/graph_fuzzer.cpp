@@ -4,7 +4,8 @@
 // the fp64 reference, and run on the inductor with outputs the comparator accepts (eager expected, fp64 the
 // reference). Anything else (a kiln::Error from the backend, a
 // mismatch, a crash, a sanitizer report) is a finding: the graph is printed and the target aborts. The same
-// entry runs under AFL++ and OSS-Fuzz/ClusterFuzz. Build and run: ci/fuzz.sh.
+// entry runs under AFL++ and OSS-Fuzz/ClusterFuzz. Build and run: ci/fuzz.sh. An input it reports becomes a
+// minimized repro with `kiln fuzz import-crash graph INPUT -o R.repro` (fuzz/engine_input.h).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "api/backends.h"
 #include "eager/philox.h"
+#include "fuzz/engine_input.h"
 #include "fuzz/generator.h"
 #include "graph/compare.h"
 #include "graph/inputs.h"
@@ -33,10 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kiln;
   static const std::string backend = "inductor";
   fuzz::ByteChoices choices(data, size);
-  fuzz::GenOptions opts;
-  opts.max_nodes = 8;
-  opts.max_numel = 1 << 10;
-  fuzz::FuzzCase fc = fuzz::generate(choices, opts);
+  fuzz::FuzzCase fc = fuzz::generate(choices, fuzz::graph_fuzzer_options());  // as `kiln fuzz import-crash` decodes it
   const graph::Graph& g = fc.graph;
   std::string text = graph::print_graph(g);
   try {

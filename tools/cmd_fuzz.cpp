@@ -1,7 +1,8 @@
 // `kiln fuzz [--backend B] [--time S | --runs N] [--seed N] [--index I] [-j N] [--max-nodes N] [--ops LIST]
 // [-o DIR] [--allow-nan] [--no-metamorphic] [--print] [--timeout S] [--tol T] [--shard K/N] [-q]`: property-based
 // graph fuzzing (fuzz/fuzzer.h, docs/fuzz.md); `kiln fuzz merge DIR... -o OUT`: N workers' findings as one
-// campaign's (fuzz/merge.h). Exit 0 without findings, 1 with any, 2 for bad options or input.
+// campaign's (fuzz/merge.h); `kiln fuzz import-crash TARGET INPUT -o R.repro`: a fuzzing engine's input as a
+// minimized repro (fuzz/engine_input.h). Exit 0 without findings, 1 with any, 2 for bad options or input.
 #include "tools/cmd_fuzz.h"
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "core/files.h"
 #include "core/options.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/engine_input.h"
 #include "fuzz/merge.h"
 #include "graph/text.h"
 #include "repro/command.h"
@@ -27,6 +29,7 @@ namespace {
 struct FuzzArgs {
   std::string backend = "inductor", out, shard;
   std::vector<std::string> merge_dirs;  // `kiln fuzz merge`
+  std::string crash_target, crash_input;  // `kiln fuzz import-crash`
   std::optional<std::string> ops;  // --ops as given: an empty list is an error, not "every op"
   std::optional<uint64_t> runs, index;
   std::optional<double> time_s;
@@ -121,6 +124,34 @@ int run_merge_command(const FuzzArgs& a) {
   return s.findings.empty() ? 0 : 1;
 }
 
+// `kiln fuzz import-crash TARGET INPUT -o R.repro`: exit 1 with the minimized repro when the input fails here, 0
+// when it passes here (nothing written), 2 for bad input.
+int run_import_crash_command(const FuzzArgs& a) {
+  check_output_path(a.out);
+  const fuzz::EngineCase c =
+      fuzz::decode_engine_input(a.crash_target, read_input_file(a.crash_input, "fuzzer input"), a.crash_input);
+  fmt::print("{} decodes to a graph of {} op nodes ({} inputs)\n", terminal_safe(a.crash_input), c.graph.num_op_nodes(),
+             c.graph.inputs().size());
+  fuzz::CheckOptions check;
+  check.backend = a.backend;
+  check.timeout_s = a.timeout_s;
+  check.tolerance = a.tol;
+  const fuzz::ImportedCrash r = fuzz::import_engine_case(c, check, a.out);
+  if (!r.failed()) {
+    fmt::print("it passes on backend {} here: nothing written (an engine's finding may need its sanitizer build, or "
+               "the same KILN_* settings)\n", a.backend);
+    return 0;
+  }
+  fmt::print("{} on backend {}: {}\n", failure_kind_name(r.failure.kind), a.backend,
+             terminal_safe(r.failure.message.substr(0, r.failure.message.find('\n'))));
+  const int nodes = r.minified.graph.num_op_nodes();
+  fmt::print("{} to {} op node{}: {}; check it with: {}\n", r.minified.minimized ? "minimized" : "not minimized",
+             nodes, nodes == 1 ? "" : "s", terminal_safe(a.out),
+             reproduce_command(RunLine{.file = a.out, .repro_run = true}));
+  if (!r.minified.minimized) fmt::print("  (not minimized: {})\n", terminal_safe(r.minified.note));
+  return 1;
+}
+
 }  // namespace
 
 void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
@@ -158,7 +189,21 @@ void add_fuzz_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
                                            "of each bug kept");
   merge->add_option("dirs", a.merge_dirs, "each worker's -o directory (holding its summary.json)")->required();
   add_output_option(*merge, a.out, "the merged directory to write (new or empty)")->required();
-  runners["fuzz"] = [merge] { return merge->parsed() ? run_merge_command(a) : run_fuzz_command(a); };
+  auto* import = f->add_subcommand("import-crash", "turn an input a fuzzing engine reported for one of kiln's "
+                                                   "libFuzzer targets into the graph it encodes and, when it fails "
+                                                   "here, a minimized repro file");
+  import->add_option("target", a.crash_target, "the target that reported it: graph (graph-fuzzer) or kir "
+                                               "(kir-fuzzer); repro inputs are their own reproducers")->required();
+  import->add_option("input", a.crash_input, "the input file (a crash-*, timeout-* or leak-* artifact)")->required();
+  add_output_option(*import, a.out, "the repro file to write")->required();
+  add_backend_option(*import, a.backend);
+  add_timeout_option(*import, a.timeout_s);
+  add_tol_option(*import, a.tol);
+  runners["fuzz"] = [merge, import] {
+    if (merge->parsed()) return run_merge_command(a);
+    if (import->parsed()) return run_import_crash_command(a);
+    return run_fuzz_command(a);
+  };
 }
 
 }  // namespace kiln::cli
