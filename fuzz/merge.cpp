@@ -129,12 +129,15 @@ FuzzSummary merge_fuzz_directories(const std::vector<std::string>& dirs, const s
   for (FindingRecord& f : m.findings) {
     if (f.repro.empty()) continue;
     const fs::path from(f.repro), to = fs::path(out) / from.filename();
-    KILN_CHECK(fs::is_regular_file(from), "{}: the repro a summary lists is missing; copy the worker's whole "
-               "directory", terminal_safe(f.repro));
+    KILN_CHECK(fs::is_regular_file(fs::symlink_status(from)), "{}: the repro a summary lists is missing (or not a "
+               "plain file); copy the worker's whole directory", terminal_safe(f.repro));
     fs::copy_file(from, to, fs::copy_options::overwrite_existing);
     for (const char* extra : {".inputs", ".state.json"}) {
       const fs::path side = from.string() + extra;
-      if (fs::exists(side)) fs::copy(side, to.string() + extra, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      // Links are copied as links, never followed: nothing outside the worker's directory is read.
+      if (fs::exists(fs::symlink_status(side)))
+        fs::copy(side, to.string() + extra, fs::copy_options::recursive | fs::copy_options::copy_symlinks |
+                                                fs::copy_options::overwrite_existing);
     }
     f.repro = to.string();
   }

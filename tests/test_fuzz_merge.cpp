@@ -81,6 +81,21 @@ TEST_F(FuzzMergeCli, TwoWorkersWithOneInjectedBugMergeIntoOneBucket) {
   EXPECT_NE(none.output.find("summary.json"), std::string::npos) << none.output;
 }
 
+// A worker directory is untrusted: a link in it is copied as a link, and what it points at is never read.
+TEST_F(FuzzMergeCli, LinksInAWorkerDirectoryAreNotFollowed) {
+  ASSERT_EQ(worker("1/1", "w").exit_code, 1);
+  json w = normalized(path("w") + "/summary.json");
+  ASSERT_EQ(w["findings"].size(), 1u);
+  const std::string inputs = path("w") + "/" + w["findings"][0]["repro"].get<std::string>() + ".inputs";
+  fs::create_directories(path("elsewhere"));
+  write_file(path("elsewhere") + "/secret.npy", "not the worker's");
+  fs::remove_all(inputs);
+  fs::create_directory_symlink(path("elsewhere"), inputs);
+  ASSERT_EQ(kiln_cli("fuzz merge " + path("w") + " -o " + path("m")).exit_code, 1);
+  const fs::path copied = path("m") + "/" + w["findings"][0]["repro"].get<std::string>() + ".inputs";
+  EXPECT_TRUE(fs::is_symlink(copied)) << "the link was followed and what it points at copied";
+}
+
 TEST_F(FuzzMergeCli, ShardsOfOneSeedCheckDisjointGraphsThatCoverTheUnshardedRun) {
   std::set<uint64_t> all, seen;
   auto indices = [&](const std::string& extra) {

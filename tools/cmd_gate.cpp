@@ -4,7 +4,7 @@
 // (gate/judge.h) and writes the reports. A progress line per entry goes to stderr as it finishes, and the report
 // files are rewritten (atomically) after every entry, so a run killed at its CI timeout leaves the entries it
 // finished. `kiln gate merge SHARD.json... [--junit FILE] [--json FILE] [--markdown FILE] [--baseline FILE
-// --update-baseline] [-q]` merges the shards' --json reports into what one unsharded run gives (gate/shard.h).
+// --update-baseline]` merges the shards' --json reports into what one unsharded run gives (gate/shard.h).
 // Exit status: 0 without regressions (or after --update-baseline), 1 with any, 2 for bad input (suite, baseline,
 // options, shard reports).
 #include "tools/cmd_gate.h"
@@ -197,7 +197,6 @@ void add_gate_commands(CLI::App& app, std::map<std::string, Runner>& runners) {
   merge->add_flag("--update-baseline", args.update_baseline, "write the merged results to the --baseline file "
                                                              "(atomically; every shard must have run on one machine)")
       ->needs(merge_baseline);
-  add_quiet_option(*merge, args.quiet);
   runners["gate"] = [merge] {
     if (merge->parsed()) return run_merge(args);
     KILN_CHECK(!args.suite.empty(), "kiln gate: name the suite (a directory or a .json manifest), or merge shard "
