@@ -4,6 +4,7 @@
 // .kir and an unknown target are clear errors that say how to reproduce them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "cli_run.h"
@@ -13,15 +14,20 @@
 namespace kiln::cli_test {
 namespace {
 
-// Random byte strings until one decodes (as graph-fuzzer decodes it) to a graph with an `op` node.
+// Random byte strings until one decodes (as graph-fuzzer decodes it) to a graph with an `op` node whose value is
+// an output (a wrong `op` then shows, whatever reads it: a comparison or a sign would hide it).
 std::string bytes_with_op(const std::string& op) {
   std::mt19937_64 rng(1);
   for (int attempt = 0; attempt < 5000; ++attempt) {
     std::string bytes(96, '\0');
     for (char& c : bytes) c = char(rng());
     fuzz::EngineCase c = fuzz::decode_engine_input("graph", bytes, "input");
+    const std::vector<graph::ValueId>& outs = c.graph.outputs();
     for (const graph::Node& n : c.graph.nodes())
-      if (n.kind == graph::NodeKind::Op && n.info().name == op) return bytes;
+      if (n.kind == graph::NodeKind::Op && n.info().name == op &&
+          std::find(outs.begin(), outs.end(), n.outputs[0]) != outs.end() &&
+          is_floating(c.graph.value(n.outputs[0]).meta.dtype) && shape_numel(c.graph.value(n.outputs[0]).meta.sizes) > 0)
+        return bytes;
   }
   ADD_FAILURE() << "no input of 5000 decodes to a graph with " << op;
   return "";
