@@ -50,8 +50,7 @@ void add_finding(std::map<std::string, FindingRecord>& buckets, const FindingRec
                graphs.end());
   kept.others.clear();
   for (const FindingRecord::Other& o : graphs)
-    if (!(o.seed == kept.seed && o.index == kept.index && o.variant == kept.variant && o.signature == kept.signature))
-      kept.others.push_back(o);
+    if (key(o) != std::tie(kept.seed, kept.index, kept.variant, kept.signature)) kept.others.push_back(o);
 }
 
 }  // namespace

@@ -112,8 +112,9 @@ int run_report(const BenchArgs& a) {
     history.insert(history.end(), runs.begin(), runs.end());
   }
   write_file_atomic(a.report_out, gate::history_html(history, a.tolerance, a.alpha));
-  fmt::print("{} runs of {} machine{} drawn into {}\n", history.size(), gate::machines_of(history).size(),
-             gate::machines_of(history).size() == 1 ? "" : "s", terminal_safe(a.report_out));
+  const size_t machines = gate::machines_of(history).size();
+  fmt::print("{} runs of {} machine{} drawn into {}\n", history.size(), machines, machines == 1 ? "" : "s",
+             terminal_safe(a.report_out));
   return 0;
 }
 
