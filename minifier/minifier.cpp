@@ -76,12 +76,6 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
   save_repro(r, path);
 }
 
-namespace {
-
-std::string state_path(const std::string& output) { return output + ".state.json"; }
-
-// Removes the .npy files in `dir` (OUT.inputs/) other than `keep`, then `dir` itself if that left it empty. Only
-// what the minifier writes there goes: anything else a user keeps in a directory of that name stays.
 void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) {
   std::error_code ec;
   if (!fs::is_directory(fs::symlink_status(dir, ec))) return;
@@ -91,6 +85,10 @@ void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) 
       fs::remove(e.path(), ec);
   if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
 }
+
+namespace {
+
+std::string state_path(const std::string& output) { return output + ".state.json"; }
 
 // The fields of a minifier state file (OUT.state.json, written by write_state), each checked as it is read:
 // present, of its type, in range. Anything else is an error naming the file and the field.
@@ -149,6 +147,7 @@ void check_minify_options(const MinifyOptions& o) {
              "seconds, not {}", o.timeout_s);
   KILN_CHECK(std::isfinite(o.tolerance) && o.tolerance >= 0, "minify: the tolerance must be a number >= 0, not {}",
              o.tolerance);
+  KILN_CHECK(o.reruns >= 1 && o.reruns <= 1000, "minify: --reruns must be from 1 to 1000, not {}", o.reruns);
   KILN_CHECK(o.memory_budget >= 0, "minify: the memory budget must be >= 0 bytes, not {}", o.memory_budget);
 }
 
@@ -408,6 +407,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   in_minifier() = true;
   struct Restore { bool v; ~Restore() { in_minifier() = v; } } restore{was_in};
   check_minify_options(opts);
+  if (!opts.command.empty()) return minify_with_command(g, inputs, opts);
   if (opts.strict_accuracy) opts.accuracy = true;
   // One run per output: a second run naming the same OUT fails at once instead of interleaving checkpoints.
   std::optional<OutputLock> lock;

@@ -14,7 +14,9 @@
 //      graph, so a resumed run ends where the uninterrupted one would have.
 //   4. Re-verify: the result is written as a repro file, read back and reproduced (`kiln repro run`'s code).
 #pragma once
+#include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +47,19 @@ struct MinifyOptions {
   std::map<std::string, std::string> config;  // non-default options, recorded in the repro
   int max_steps = -1;            // stop after this many accepted steps (simulates an interruption)
   uint64_t source_hash = 0;      // identifies the original graph + inputs, to refuse resuming another run
+  // An external oracle (command_oracle.h): the shell command that judges each candidate instead of a backend.
+  // `output` is then a directory (the result as the command saw it: candidate.kir and its inputs); backend,
+  // accuracy, gradients, tolerance, resume and config do not apply.
+  std::string command;
+  int reruns = 3;                // runs of the original and of the result with a command (its flakiness gate)
+};
+
+// With a command: how often it agreed with itself.
+struct CommandSummary {
+  int original_runs = 0, original_failures = 0;  // runs of the original, and those showing the target
+  int final_runs = 0, final_failures = 0;        // the same for the result
+  int confirmations = 0, flips = 0;              // re-runs of accepted candidates, and those that disagreed
+  std::string reproduce_line;                    // runs the command on the result directory by hand
 };
 
 struct MinifyResult {
@@ -54,7 +69,8 @@ struct MinifyResult {
   FailureSignature failure;      // the minified graph's failure, as re-verified
   ReduceStats stats;
   bool reverified = false;       // the written repro reproduced (or, without output, confirm() held)
-  std::string reverify_message;  // what `kiln repro run` said
+  std::string reverify_message;  // what `kiln repro run` said (with a command: how many of its runs failed)
+  CommandSummary command;        // with a command only
 };
 
 MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
@@ -69,6 +85,13 @@ std::map<std::string, std::string> current_config();
 void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& backend,
                              const FailureSignature& failure, const std::map<std::string, std::string>& config,
                              double tolerance, const std::string& path, bool gradients = false);
+
+// Removes the .npy files in `dir` other than `keep`, then `dir` itself if that left it empty. Only what the
+// minifier writes there goes: anything else a user keeps in a directory of that name stays.
+void remove_input_files(const std::filesystem::path& dir, const std::set<std::string>& keep);
+
+// The run of minify() with an external command (minify_command.cpp).
+MinifyResult minify_with_command(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
 
 // Content hash of a graph and its inputs (for the checkpoint's state file).
 uint64_t source_hash(const graph::Graph& g, const std::vector<Tensor>& inputs);

@@ -118,10 +118,13 @@ bool only_time_regressions(const std::string& output) {
 TEST(DocsCli, EveryKilnVariableIsAnOption) {
   const std::string options = shell("kiln --help-options").output;
   const std::string cmake = read_text(source_path("CMakeLists.txt"));
-  std::string sources;
-  for (const char* dir : {"src", "bench"})
+  std::string sources, scripts;
+  for (const char* dir : {"src", "bench", "minifier"})
     for (const auto& e : fs::recursive_directory_iterator(source_path(dir)))
       if (e.is_regular_file()) sources += read_text(e.path());
+  for (const char* dir : {"ci", ".clusterfuzzlite"})
+    for (const auto& e : fs::recursive_directory_iterator(source_path(dir)))
+      if (e.is_regular_file()) scripts += read_text(e.path());
   std::regex name_re(R"(KILN_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_]))");
   std::set<std::string> checked;
   for (const DocLine& d : doc_lines()) {
@@ -129,10 +132,15 @@ TEST(DocsCli, EveryKilnVariableIsAnOption) {
       std::string name = it->str();
       if (!checked.insert(name).second) continue;
       bool option = std::regex_search(options, std::regex("\\b" + name + "\\b"));
-      bool elsewhere = contains_any(cmake, {"option(" + name + " "}) ||
-                       contains_any(sources, {"#define " + name + "(", "#define " + name + " ", "getenv(\"" + name + "\")"});
+      // Elsewhere: a CMake option or cache variable, a macro, a bench variable, a variable kiln sets for a
+      // command it runs (`kiln minify --cmd`'s KILN_CANDIDATE), or one a CI script reads (`${NAME:-default}`).
+      bool elsewhere = contains_any(cmake, {"option(" + name + " ", "set(" + name + " "}) ||
+                       contains_any(sources, {"#define " + name + "(", "#define " + name + " ", "getenv(\"" + name + "\")",
+                                              "setenv(\"" + name + "\","}) ||
+                       contains_any(scripts, {"${" + name + ":-"});
       EXPECT_TRUE(option || elsewhere) << where(d) << ": " << name
-                                       << " is not in `kiln --help-options` (nor a CMake option, macro or bench variable)";
+                                       << " is not in `kiln --help-options` (nor a CMake option or variable, macro, "
+                                          "bench variable, variable kiln sets for a command, or CI script variable)";
     }
   }
   EXPECT_TRUE(checked.count("KILN_REPRO_AFTER") && checked.count("KILN_BISECT_DISABLE"));

@@ -1,8 +1,10 @@
 // `kiln minify G [--backend B] [--accuracy | --strict-accuracy] [--grad] [--check-str S] [-j N] [--timeout S] [-o OUT]
-// [--resume] [--emit cpp|torch] [--inputs DIR | --seed N] [--tol T] [--budget MB]`. G is a .kir graph or a
-// repro file (whose backend, configuration, inputs and tolerance are then the defaults). Exit 0 with a
-// re-verified repro, 2 for bad input (including a graph that does not fail), 3 when the result could not be
-// re-verified (a kiln bug: please report it).
+// [--resume] [--emit cpp|torch] [--inputs DIR | --seed N] [--tol T] [--budget MB]`, or with an external oracle
+// `kiln minify G --cmd CMD [--reruns N] [--check-str S] [-j N] [--timeout S] [-o DIR] [--inputs DIR | --seed N]`.
+// G is a .kir graph or a repro file (whose backend, configuration, inputs and tolerance are then the defaults).
+// Exit 0 with a re-verified repro, 2 for bad input (including a graph that does not fail, and a command that
+// does not fail the same way every time on it), 3 when the result could not be re-verified (a kiln bug: please
+// report it; with --cmd, the command changed its mind on the result).
 #include "tools/cmd_minify.h"
 
 #include <fmt/format.h>
@@ -32,7 +34,8 @@ namespace {
 
 struct MinifyArgs {
   std::optional<std::string> backend;
-  std::string file, inputs_dir, check_str, output, emit, spill_dir;
+  std::string file, inputs_dir, check_str, output, emit, spill_dir, command;
+  int reruns = 3;
   std::optional<uint64_t> seed;
   std::optional<double> tol;
   bool accuracy = false, strict = false, resume = false, quiet = false, grad = false;
@@ -41,9 +44,50 @@ struct MinifyArgs {
   int64_t budget_mb = 256;
 };
 
+// `--cmd`: the result is a directory, as the command saw it (minifier/command_oracle.h).
+int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
+  minify::MinifyOptions o;
+  o.command = a.command;
+  o.reruns = a.reruns;
+  o.check_str = a.check_str;
+  o.jobs = a.jobs;
+  o.timeout_s = a.timeout_s;
+  o.memory_budget = a.budget_mb << 20;
+  o.spill_dir = a.spill_dir;
+  o.output = a.output;
+  if (o.output.empty()) {
+    std::filesystem::path p(a.file);
+    o.output = (p.parent_path() / (p.stem().string() + ".min")).string();
+  }
+  o.progress = !a.quiet;
+  manual_seed(src.seed);  // random ops draw the same in the recorded values of every candidate
+  fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) judged by the command {}\n", terminal_safe(a.file),
+             src.graph.num_op_nodes(), terminal_safe(src.input_desc), terminal_safe(shell_quote(a.command)));
+  minify::MinifyResult res = minify::minify(src.graph, src.inputs, o);
+  const minify::CommandSummary& c = res.command;
+  fmt::print("failure: {} (in {} of {} runs of the original)\n", terminal_safe_lines(res.original.message),
+             c.original_failures, c.original_runs);
+  fmt::print("minified {} -> {} op nodes in {:.2f} s ({} command runs, {} answered from the cache, {} steps)\n",
+             res.stats.start_ops, res.graph.num_op_nodes(), res.stats.seconds, res.stats.oracle_calls,
+             res.stats.cache_hits, res.stats.accepted);
+  fmt::print("confirmations: {} accepted candidates re-run, {} flipped{}\n", c.confirmations, c.flips,
+             c.flips ? " (the command is nondeterministic: each flip was rejected)" : "");
+  if (!res.reverified) {
+    fmt::print(stderr, "kiln: error: {}\nThe smallest candidate is in {}; check it with: {}\n",
+               terminal_safe_lines(res.reverify_message), terminal_safe(o.output), c.reproduce_line);
+    return 3;
+  }
+  fmt::print("re-verified: {}\n", terminal_safe_lines(res.reverify_message));
+  fmt::print("wrote {}/candidate.kir{}; check it with: {}\n", terminal_safe(o.output),
+             res.graph.inputs().empty() ? "" : " and its inputs", c.reproduce_line);
+  fmt::print("\n{}", graph::print_graph(res.graph));
+  return 0;
+}
+
 int run_minify(const MinifyArgs& a) {
   // A repro file brings its backend, configuration, inputs, tolerance and check (repro/graph_source.h).
   GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
+  if (!a.command.empty()) return run_minify_with_command(a, src);
   minify::MinifyOptions o;
   const graph::Graph& g = src.graph;
   const std::vector<Tensor>& inputs = src.inputs;
@@ -108,25 +152,37 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
   auto* m = app.add_subcommand("minify", "shrink a graph that fails on a backend to a minimal repro file that fails "
                                          "the same way");
   m->add_option("file", a.file, "the failing graph (.kir) or a repro file")->required();
-  add_backend_option(*m, a.backend);
+  auto* backend = add_backend_option(*m, a.backend);
+  auto* cmd = m->add_option("--cmd", a.command, "judge each candidate by this shell command instead of a backend "
+                                               "(/bin/sh -c, in a directory of its own holding candidate.kir and "
+                                               "its inputs as <name>.npy; $KILN_CANDIDATE names the file, "
+                                               "$KILN_CANDIDATE_DIR the directory): exit 0 passes, another status "
+                                               "or a signal is the failure; -o names a directory");
+  m->add_option("--reruns", a.reruns, "with --cmd: runs of the original before and of the result after the "
+                                      "reduction, all of which must fail the same way (default 3)")
+      ->check(integer_in<int>(1, 1000, "runs"))->needs(cmd);
   auto* acc = m->add_flag("--accuracy", a.accuracy, "minify an accuracy failure (errors and crashes do not count; "
                                                     "non-float outputs are ignored)");
   auto* strict = m->add_flag("--strict-accuracy", a.strict, "like --accuracy, but non-float outputs count too");
   acc->excludes(strict);
-  m->add_flag("--grad", a.grad, "judge the outputs and then the gradients of the inputs marked `grad` (forward and "
+  cmd->excludes(acc)->excludes(strict)->excludes(backend);
+  auto* grad = m->add_flag("--grad", a.grad, "judge the outputs and then the gradients of the inputs marked `grad` (forward and "
                                 "backward, as `kiln run --check --grad`); the repro records `check: gradients` "
                                 "(the default for a repro file that does)");
+  cmd->excludes(grad);
   m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
                                             "message modulo names and numbers)");
   add_jobs_option(*m, a.jobs);
   add_timeout_option(*m, a.timeout_s);
   add_output_option(*m, a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
-                                  "inputs go to OUT.inputs/, the run's state to OUT.state.json");
-  m->add_flag("--resume", a.resume, "continue an interrupted run from its checkpoint (-o OUT)");
-  m->add_option("--emit", a.emit, "also write a standalone program: cpp (against libkiln) or torch (PyTorch script)")
-      ->check(CLI::IsMember({"cpp", "torch"}));
+                                  "inputs go to OUT.inputs/, the run's state to OUT.state.json. With --cmd, a "
+                                  "directory (default: <file stem>.min/): candidate.kir and its inputs");
+  cmd->excludes(m->add_flag("--resume", a.resume, "continue an interrupted run from its checkpoint (-o OUT)"));
+  cmd->excludes(m->add_option("--emit", a.emit, "also write a standalone program: cpp (against libkiln) or torch "
+                                                "(PyTorch script)")
+                    ->check(CLI::IsMember({"cpp", "torch"})));
   add_inputs_option(*m, a.inputs_dir, add_seed_option(*m, a.seed));
-  add_tol_option(*m, a.tol);
+  cmd->excludes(add_tol_option(*m, a.tol));
   m->add_option("--budget", a.budget_mb, "MB of recorded reference values kept in memory; the rest spill to disk "
                                          "(default 256)")
       ->check(integer_in<int64_t>(0, int64_t(1) << 20, "megabytes (at most 1 TiB)"));
