@@ -5,11 +5,15 @@
 // (wall), oracle_calls, result_ops (1 when the relu was found), peak_rss_mb (this process, the minifier) and
 // child_peak_rss_mb (the largest forked candidate). ru_maxrss only grows, so run one size per process for
 // exact peaks: kiln-bench --benchmark_filter='minify/accuracy/10000' --benchmark_format=json
+// minify/cmd/<nodes>: the same graphs judged by a shell command instead (`kiln minify --cmd`, no injection):
+// `grep` for the relu in the candidate's .kir, exit 1 when it is there; seconds_per_call is the cost of one
+// candidate (written to its own directory with its inputs, a shell started), against the backends' above.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "core/options.h"
 #include "graph/inputs.h"
@@ -23,7 +27,8 @@ using namespace kiln;
 
 void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   minify::register_inject_test_backend();
-  ScopedOption inject(Opt::Inject, "relu:" + kind);
+  std::optional<ScopedOption> inject;  // minify/cmd: the command is the bug
+  if (kind != "cmd") inject.emplace(Opt::Inject, "relu:" + kind);
   minify::TestGraph t = minify::relu_test_graph(nodes, 1, 256, 256);
   std::vector<Tensor> inputs = graph::seeded_inputs(t.graph, 0);
   std::string dir = (std::filesystem::temp_directory_path() / "kiln_bench_minify").string();
@@ -31,7 +36,10 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   minify::MinifyOptions o;
   const char* backend = std::getenv("KILN_BENCH_BACKEND");
   o.backend = backend ? backend : "inductor";
-  o.output = dir + "/" + kind + std::to_string(nodes) + ".repro";
+  if (kind == "cmd") {
+    o.command = R"(grep -q "= relu(" "$KILN_CANDIDATE" && exit 1; exit 0)";
+  }
+  o.output = dir + "/" + kind + std::to_string(nodes) + (kind == "cmd" ? ".min" : ".repro");
   o.config = minify::current_config();
   o.progress = std::getenv("KILN_BENCH_PROGRESS") != nullptr;  // one line per accepted step on stderr
   minify::MinifyResult r;
@@ -41,6 +49,7 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   getrusage(RUSAGE_CHILDREN, &children);
   st.counters["seconds"] = r.stats.seconds;
   st.counters["oracle_calls"] = r.stats.oracle_calls;
+  st.counters["seconds_per_call"] = r.stats.oracle_calls ? r.stats.seconds / r.stats.oracle_calls : 0;
   st.counters["result_ops"] = r.graph.num_op_nodes();
   st.counters["reverified"] = r.reverified;
   st.counters["peak_rss_mb"] = double(self.ru_maxrss) / 1024;
@@ -48,7 +57,7 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
 }
 
 [[maybe_unused]] const bool registered = [] {
-  for (const char* kind : {"compile_error", "crash", "accuracy"})
+  for (const char* kind : {"compile_error", "crash", "accuracy", "cmd"})
     for (int nodes : {100, 1000, 10000})
       benchmark::RegisterBenchmark(fmt::format("minify/{}/{}", kind, nodes).c_str(),
                                    [kind, nodes](benchmark::State& st) { minify_bench(st, kind, nodes); })
