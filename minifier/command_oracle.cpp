@@ -37,6 +37,9 @@ std::string signal_text(int s) {
 std::string run_command_in(const std::string& command, const fs::path& dir) {
   if (::chdir(dir.c_str()) != 0) fail("could not enter the candidate directory {}: {}", dir.string(), strerror(errno));
   const std::string file = (dir / "candidate.kir").string();
+  // The settings in effect (a repro file's configuration applied in this process, say) reach the command as
+  // the reproduce line names them (command_reproduce_line), so the line reruns what the command saw.
+  for (const auto& [name, value] : settings_in_effect()) setenv(name.c_str(), value.c_str(), 1);
   setenv("KILN_CANDIDATE", file.c_str(), 1);
   setenv("KILN_CANDIDATE_DIR", dir.c_str(), 1);
   const std::string line = "(" + command + ") </dev/null 2>&1";

@@ -66,10 +66,11 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
     create_output_directory(dir.string());
     r.input_dir = dir.filename().string();
     for (size_t i = 0; i < g.inputs().size(); ++i) {
-      // A name always carries the same value within a run, so a file written once stays valid.
+      // Rewritten at every checkpoint: a name carries the same value within a run, but the shrink and dtype
+      // moves give it smaller sizes or another dtype.
       std::string file = graph::input_file_name(g.value(g.inputs()[i]).name);
       const std::string target = confined_path(dir, file, "an input file of the repro").string();
-      if (!fs::exists(target)) write_npy(target, inputs[i]);
+      write_npy(target, inputs[i]);
       r.input_hashes[file] = content_hash_of_file(target);
     }
   }
@@ -245,10 +246,14 @@ class MinifyRun {
       KILN_CHECK(o.has_value(), "cannot resume: the checkpoint {} has value %{}, which the original graph does not",
                  opts_.output, v.name);
       const TensorMeta& m = g_.value(*o).meta;
-      KILN_CHECK(m.sizes == v.meta.sizes && m.dtype == v.meta.dtype, "cannot resume: the checkpoint {} declares %{} "
-                 "as {}{}, but the original graph's %{} is {}{}; the checkpoint was edited: start a new run without "
-                 "--resume", opts_.output, v.name, dtype_name(v.meta.dtype), shape_str(v.meta.sizes), v.name,
-                 dtype_name(m.dtype), shape_str(m.sizes));
+      // The shrink and dtype moves may have made it smaller, or a floating value f32; nothing else changes a value.
+      bool fits = m.sizes.size() == v.meta.sizes.size() &&
+                  (m.dtype == v.meta.dtype || (is_floating(m.dtype) && v.meta.dtype == DType::F32));
+      for (size_t d = 0; fits && d < m.sizes.size(); ++d) fits = v.meta.sizes[d] <= m.sizes[d];
+      KILN_CHECK(fits, "cannot resume: the checkpoint {} declares %{} as {}{}, but the original graph's %{} is {}{} "
+                 "(a minified value can only be smaller, or f32 where it was another floating dtype); the checkpoint "
+                 "was edited: start a new run without --resume", opts_.output, v.name, dtype_name(v.meta.dtype),
+                 shape_str(v.meta.sizes), v.name, dtype_name(m.dtype), shape_str(m.sizes));
     }
     return Candidate{std::move(r.graph), "checkpoint"};
   }
@@ -333,6 +338,7 @@ class MinifyRun {
   ReduceOptions reduce_options() {
     ReduceOptions ro;
     ro.max_steps = opts_.max_steps;
+    ro.shape_moves = opts_.shape_moves;
     ro.constant_value = [this](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
       if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
       return src_.value_of(cg, id);

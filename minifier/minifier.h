@@ -46,6 +46,7 @@ struct MinifyOptions {
   bool progress = false;         // a progress line on stderr (nodes left, oracle calls, elapsed)
   std::map<std::string, std::string> config;  // non-default options, recorded in the repro
   int max_steps = -1;            // stop after this many accepted steps (simulates an interruption)
+  bool shape_moves = true;       // shrink sizes and make floating inputs f32 where the failure stays (reducer.h)
   uint64_t source_hash = 0;      // identifies the original graph + inputs, to refuse resuming another run
   // An external oracle (command_oracle.h): the shell command that judges each candidate instead of a backend.
   // `output` is then a directory (the result as the command saw it: candidate.kir and its inputs); backend,

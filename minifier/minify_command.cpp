@@ -69,6 +69,7 @@ class CommandMinifyRun {
     checkpoint(g_);
     ReduceOptions ro;
     ro.max_steps = opts_.max_steps;
+    ro.shape_moves = opts_.shape_moves;
     ro.constant_value = [this](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
       if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
       return src_.value_of(cg, id);

@@ -25,6 +25,17 @@ Tensor InputSource::value_of(const graph::Graph& g, graph::ValueId input) const 
   auto it = std::find(oin.begin(), oin.end(), o);
   NoGradGuard no_grad;
   Tensor t = it != oin.end() ? inputs_[size_t(it - oin.begin())] : values_.get(o);
+  // A shrunk input (the shrink move) carries the leading part of the value in every dimension.
+  const std::vector<int64_t>& want = g.value(input).meta.sizes;
+  if (t.sizes() != want) {
+    KILN_CHECK(t.dim() == int64_t(want.size()), "minifier: input %{} has rank {}, its value rank {}",
+               g.value(input).name, want.size(), t.dim());
+    for (size_t d = 0; d < want.size(); ++d) {
+      KILN_CHECK(want[d] <= t.sizes()[d], "minifier: input %{} is larger than the value it carries",
+                 g.value(input).name);
+      if (want[d] < t.sizes()[d]) t = narrow(t, int64_t(d), 0, want[d]);
+    }
+  }
   Tensor r = to(t, g.value(input).meta.dtype);
   if (r.impl() == t.impl()) r = clone(t);
   return contiguous(r).detach();
@@ -147,8 +158,20 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
   return verdict(kiln::classify(r));
 }
 
+bool InputSource::retyped(const graph::Graph& g) const {
+  for (graph::ValueId id = 0; id < g.num_values(); ++id) {
+    graph::ValueId o = origin(g, id);
+    if (o == graph::kNoValue) continue;
+    const TensorMeta& a = g.value(id).meta;
+    const TensorMeta& b = original_.value(o).meta;
+    if (a.sizes != b.sizes || a.dtype != b.dtype) return true;
+  }
+  return false;
+}
+
 bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
   if (!opts_.reuse_reference) return true;  // test() ran the candidate's own reference
+  if (src_.retyped(g)) return true;         // ... as it does for a shrunk or retyped candidate
   // Every value not computed by an op must be the same kind of value in the original: an original input
   // (not a recorded intermediate, rounded to its dtype) or an original constant (not an input made a
   // constant). Then every op computes what it computed in the recording run, from the same values: the
@@ -170,9 +193,12 @@ bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
 }
 
 std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<const Candidate*>& batch) {
-  bool exact = !opts_.reuse_reference;
   std::vector<std::function<std::string()>> bodies;
-  for (const Candidate* c : batch) bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
+  for (const Candidate* c : batch) {
+    // The recorded values are of the original's sizes and dtypes: a candidate with others runs its own reference.
+    const bool exact = !opts_.reuse_reference || src_.retyped(c->graph);
+    bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
+  }
   std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s, backend_.setup_limit_s());
   std::vector<std::optional<Verdict>> out;
   for (size_t i = 0; i < rs.size(); ++i) {

@@ -44,7 +44,8 @@ struct Target {
 bool matches_target(const Target& t, const FailureSignature& observed);
 
 // The inputs of a candidate: each input is named after the original value it carries: an original graph
-// input (its given tensor) or an intermediate (its recorded value, rounded to the input's dtype).
+// input (its given tensor) or an intermediate (its recorded value, rounded to the input's dtype); a shrunk
+// input carries the leading part of that value in every dimension.
 class InputSource {
  public:
   InputSource(const graph::Graph& original, const std::vector<Tensor>& inputs, const ValueStore& values)
@@ -56,6 +57,9 @@ class InputSource {
   // The recorded fp64 reference of a candidate value (f64 for floating values).
   Tensor reference_of(const graph::Graph& g, graph::ValueId id) const;
   const graph::Graph& original() const { return original_; }
+  // Whether a value of `g` has other sizes or another dtype than the original value of its name (the shrink and
+  // dtype moves): the recorded values then are not its values.
+  bool retyped(const graph::Graph& g) const;
 
  private:
   const graph::Graph& original_;

@@ -7,6 +7,7 @@
 
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
+#include "graph/verify.h"
 
 namespace kiln::minify {
 
@@ -20,13 +21,18 @@ std::vector<std::optional<Verdict>> Oracle::test_batch(const std::vector<const C
 }
 
 Measure measure(const graph::Graph& g) {
-  int64_t const_elems = 0;
-  int ops = 0;
+  int64_t const_elems = 0, input_elems = 0;
+  int ops = 0, not_f32 = 0;
   for (const graph::Node& n : g.nodes()) {
     if (n.kind == graph::NodeKind::Op) ++ops;
     else const_elems += n.constant.numel();
   }
-  return {ops, int(g.outputs().size()), int(g.inputs().size()), const_elems};
+  for (graph::ValueId id : g.inputs()) {
+    const TensorMeta& m = g.value(id).meta;
+    input_elems += shape_numel(m.sizes);
+    not_f32 += is_floating(m.dtype) && m.dtype != DType::F32;
+  }
+  return {ops, int(g.outputs().size()), int(g.inputs().size()), const_elems, input_elems, not_f32};
 }
 
 namespace {
@@ -83,8 +89,13 @@ graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
   std::vector<char> to_const(size_t(cur.num_values()), 0);
   for (ValueId id : m.to_constant) to_const[size_t(id)] = 1;
   graph::GraphCloner c(cur, {.keep_locations = false, .infer_metas = false});
-  for (ValueId id : cur.inputs())
-    if (needed[size_t(id)] && !to_const[size_t(id)]) c.copy_input(id);
+  std::vector<const TensorMeta*> retyped(size_t(cur.num_values()), nullptr);
+  for (const auto& [id, meta] : m.retype) retyped[size_t(id)] = &meta;
+  for (ValueId id : cur.inputs()) {
+    if (!needed[size_t(id)] || to_const[size_t(id)]) continue;
+    if (retyped[size_t(id)]) c.input_as(id, *retyped[size_t(id)]);
+    else c.copy_input(id);
+  }
   bool restrided = false;  // an input made from a node got contiguous strides its value did not have
   for (size_t i = 0; i < cur.nodes().size(); ++i) {
     if (m.to_input.empty() || !m.to_input[i] || cur.nodes()[i].kind != NodeKind::Op) continue;
@@ -99,11 +110,13 @@ graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
   }
   for (size_t k = 0; k < m.to_constant.size(); ++k)
     if (needed[size_t(m.to_constant[k])]) c.constant_as(m.to_constant[k], m.constants[k]);
-  c.options().infer_metas = restrided;  // downstream metas follow the new strides
+  c.options().infer_metas = restrided || !m.retype.empty();  // downstream metas follow the new strides and sizes
   for (size_t i = 0; i < cur.nodes().size(); ++i)
     if (live[i]) c.copy_node(cur.nodes()[i]);
   c.set_outputs(m.outputs);
-  return c.take();
+  graph::Graph out = c.take();
+  if (!m.retype.empty()) graph::verify_graph(out);  // re-inference took every op; the rest of the rules hold too
+  return out;
 }
 
 uint64_t candidate_key(const graph::Graph& g) {
@@ -138,6 +151,8 @@ class Driver {
       if (progress) continue;
       if (try_moves("outputs", 1, remove_outputs(1))) continue;
       if (try_moves("constant", 1, constants())) continue;
+      if (opts_.shape_moves && try_moves("shrink", 1, shrink())) continue;
+      if (opts_.shape_moves && try_moves("dtype", 1, dtypes())) continue;
       break;
     }
     tick();
@@ -250,6 +265,70 @@ class Driver {
     };
   }
 
+  // Smaller sizes, boldest first: every input dimension made 1 (when the inputs have several sizes > 1); then for
+  // each size S > 1, largest first, every input dimension of size S made 1, then ceil(S/2). A failure that does
+  // not depend on its sizes takes one step; one that does halves towards the size it needs.
+  Generator shrink() {
+    std::vector<int64_t> sizes;
+    for (graph::ValueId id : cur_.graph.inputs())
+      for (int64_t s : cur_.graph.value(id).meta.sizes)
+        if (s > 1 && std::find(sizes.begin(), sizes.end(), s) == sizes.end()) sizes.push_back(s);
+    std::sort(sizes.rbegin(), sizes.rend());
+    std::vector<std::pair<int64_t, int64_t>> steps;  // (from, to); from 0: every size > 1
+    if (sizes.size() > 1) steps.emplace_back(0, 1);
+    for (int64_t s : sizes) {
+      steps.emplace_back(s, 1);
+      if ((s + 1) / 2 > 1) steps.emplace_back(s, (s + 1) / 2);
+    }
+    size_t k = 0;
+    return [this, steps, k]() mutable -> std::optional<Move> {
+      if (k >= steps.size()) return std::nullopt;
+      const auto [from, to] = steps[k++];
+      Move m;
+      m.outputs = cur_.graph.outputs();
+      for (graph::ValueId id : cur_.graph.inputs()) {
+        TensorMeta meta = cur_.graph.value(id).meta;
+        bool changed = false;
+        for (int64_t& s : meta.sizes)
+          if (from == 0 ? s > 1 : s == from) s = to, changed = true;
+        if (!changed) continue;
+        meta.strides = contiguous_of(meta.sizes);
+        m.retype.emplace_back(id, meta);
+      }
+      m.what = from == 0 ? "every input size -> 1" : fmt::format("size {} -> {} in every input", from, to);
+      return m;
+    };
+  }
+
+  // Floating inputs that are not f32 made f32: all at once, then each.
+  Generator dtypes() {
+    std::vector<graph::ValueId> ids;
+    for (graph::ValueId id : cur_.graph.inputs()) {
+      DType d = cur_.graph.value(id).meta.dtype;
+      if (is_floating(d) && d != DType::F32) ids.push_back(id);
+    }
+    int k = ids.size() > 1 ? -1 : 0;
+    return [this, ids, k]() mutable -> std::optional<Move> {
+      if (k >= int(ids.size())) return std::nullopt;
+      Move m;
+      m.outputs = cur_.graph.outputs();
+      auto to_f32 = [&](graph::ValueId id) {
+        TensorMeta meta = cur_.graph.value(id).meta;
+        meta.dtype = DType::F32;
+        m.retype.emplace_back(id, meta);
+      };
+      if (k < 0) {
+        for (graph::ValueId id : ids) to_f32(id);
+        m.what = fmt::format("{} floating inputs to f32", ids.size());
+      } else {
+        to_f32(ids[size_t(k)]);
+        m.what = fmt::format("input %{} to f32", cur_.graph.value(ids[size_t(k)]).name);
+      }
+      ++k;
+      return m;
+    };
+  }
+
   bool try_moves(const std::string& name, int G, Generator gen) {
     stats_.strategy = name;
     stats_.granularity = G;
@@ -262,7 +341,13 @@ class Driver {
       while (int(batch.size()) < width) {
         std::optional<Move> m = gen();
         if (!m) { exhausted = true; break; }
-        Candidate c{apply_move(cur_.graph, *m), m->what};
+        Candidate c;
+        try {
+          c = Candidate{apply_move(cur_.graph, *m), m->what};
+        } catch (const Error&) {  // a retyped input an op does not take: no candidate
+          if (m->retype.empty()) throw;
+          continue;
+        }
         if (!(measure(c.graph) < before)) continue;  // no progress: not worth a query
         uint64_t key = candidate_key(c.graph);
         auto hit = cache_.find(key);
@@ -315,16 +400,17 @@ class Driver {
           ++stats_.rejected_on_confirm;
           continue;
         }
-        accept(std::move(batch[i]));
+        accept(std::move(batch[i]), name);
         return true;
       }
     }
     return false;
   }
 
-  void accept(Candidate c) {
+  void accept(Candidate c, const std::string& move) {
     cur_ = std::move(c);
     ++stats_.accepted;
+    ++stats_.accepted_moves[move];
     stats_.ops = num_ops();
     tick();
     if (opts_.on_accept) opts_.on_accept(cur_, stats_);

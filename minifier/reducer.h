@@ -5,12 +5,19 @@
 //   outputs    remove a run of outputs
 //   dce        drop dead nodes and unused inputs
 //   constant   replace a small input (at most kConstantLimit elements) by a constant holding its value
+//   shrink     smaller sizes: every input dimension made 1, then for each size S (largest first) every input
+//              dimension of size S made 1, then ceil(S/2); the graph's metas re-inferred (C-Reduce's and
+//              mlir-reduce's lesson: a small repro is small in its shapes too); a graph whose ops do not take
+//              the new size (a view with fixed sizes, a constant of the old one) is no candidate
+//   dtype      floating inputs that are not f32 (f64, f16, bf16) made f32, all at once, then each
 // Every candidate is normalised (dead nodes and unused inputs dropped) and is tried only when it is smaller
-// by the measure (op nodes, outputs, inputs, constant elements), compared lexicographically, which every
-// accepted move strictly decreases, so the reduction ends. The driver starts at G = 2^floor(log2(op nodes))
-// with every move, halves G (truncate, window, outputs) until one succeeds, and restarts at the top after each
-// success; at G = 1 it also tries removing single outputs and constant substitution, then stops: the result
-// is 1-minimal with respect to these moves. Every accepted candidate is re-verified (Oracle::confirm) before
+// by the measure (op nodes, outputs, inputs, constant elements, input elements, floating inputs not f32),
+// compared lexicographically, which every accepted move strictly decreases, so the reduction ends. The driver
+// starts at G = 2^floor(log2(op nodes)) with every move, halves G (truncate, window, outputs) until one
+// succeeds, and restarts at the top after each success; at G = 1 it also tries removing single outputs,
+// constant substitution, then (unless ReduceOptions::shape_moves is off) shrink and dtype, then stops: the
+// result is 1-minimal with respect to these moves. A failure that needs a large size keeps it: a shrink is
+// accepted only when the candidate still fails the same way. Every accepted candidate is re-verified (Oracle::confirm) before
 // it replaces the current graph. Verdicts are cached by structural hash plus the names of the inputs (which
 // say what values they carry), so a candidate reached twice costs one oracle call.
 //
@@ -72,6 +79,7 @@ struct ReduceStats {
   int accepted = 0;       // accepted steps
   int rejected_on_confirm = 0;  // candidates the quick test accepted but re-verification did not
   std::map<FailureKind, int> observed;  // verdict kinds seen (e.g. crash: 12), for the summary
+  std::map<std::string, int> accepted_moves;  // accepted steps by move (window: 3, shrink: 8), for the summary
   int start_ops = 0, ops = 0;
   double seconds = 0;     // elapsed, including time before a resume
   std::string strategy;   // the move being tried
@@ -84,14 +92,16 @@ struct ReduceOptions {
   std::function<void(const Candidate&, const ReduceStats&)> on_accept;  // checkpoint hook
   std::function<void(const ReduceStats&)> on_progress;                  // after every oracle call
   int max_steps = -1;  // stop after this many accepted steps (an "interruption", for tests); -1 = none
+  bool shape_moves = true;  // the shrink and dtype moves (off: the result keeps the original's sizes and dtypes)
 };
 
 // A candidate's identity for verdict caches: its structure plus the names of its inputs (which say what
 // values they carry).
 uint64_t candidate_key(const graph::Graph& g);
 
-// The measure every accepted move decreases: (op nodes, outputs, inputs, constant elements).
-using Measure = std::tuple<int, int, int, int64_t>;
+// The measure every accepted move decreases: (op nodes, outputs, inputs, constant elements, input elements,
+// floating inputs that are not f32).
+using Measure = std::tuple<int, int, int, int64_t, int64_t, int>;
 Measure measure(const graph::Graph& g);
 
 // A move on `cur`: op nodes to turn into inputs, the outputs to keep, inputs to turn into constants. The
@@ -104,6 +114,9 @@ struct Move {
   std::vector<graph::ValueId> outputs;     // ids of cur
   std::vector<graph::ValueId> to_constant; // inputs of cur
   std::vector<Tensor> constants;           // their values
+  // Inputs of cur given another meta (shrink, dtype: contiguous strides); every op's meta is then re-inferred,
+  // and apply_move throws kiln::Error when an op does not take the new one.
+  std::vector<std::pair<graph::ValueId, TensorMeta>> retype;
   std::string what;
 };
 graph::Graph apply_move(const graph::Graph& cur, const Move& m);

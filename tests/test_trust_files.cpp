@@ -247,9 +247,10 @@ TEST_F(Trust, ResumeChecksTheCheckpoint) {
   cli_test::CliResult r = resume();
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "cannot resume: the checkpoint " + out + " does not show the failure")) << r.output;
-  // A value's shape changed.
+  // A value's shape changed to one the minifier cannot have made (larger than the original's; its shrink move
+  // only makes sizes smaller).
   fresh();
-  const std::string reshaped = std::regex_replace(cli_test::read_text(out), std::regex("f32\\[4\\]"), "f32[2]");
+  const std::string reshaped = std::regex_replace(cli_test::read_text(out), std::regex("f32\\[\\d+\\]"), "f32[8]");
   std::ofstream(out, std::ios::trunc) << reshaped;
   r = resume();
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -38,11 +38,19 @@ struct MinifyArgs {
   int reruns = 3;
   std::optional<uint64_t> seed;
   std::optional<double> tol;
-  bool accuracy = false, strict = false, resume = false, quiet = false, grad = false;
+  bool accuracy = false, strict = false, resume = false, quiet = false, grad = false, keep_shapes = false;
   int jobs = 1;
   double timeout_s = kDefaultTimeout;
   int64_t budget_mb = 256;
 };
+
+// The accepted steps by move: "moves: window 3, truncate 1, shrink 8" (nothing when none was accepted).
+void print_moves(const minify::ReduceStats& s) {
+  if (s.accepted_moves.empty()) return;
+  std::string line;
+  for (const auto& [move, n] : s.accepted_moves) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", move, n);
+  fmt::print("moves: {}\n", line);
+}
 
 // `--cmd`: the result is a directory, as the command saw it (minifier/command_oracle.h).
 int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
@@ -60,6 +68,7 @@ int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
     o.output = (p.parent_path() / (p.stem().string() + ".min")).string();
   }
   o.progress = !a.quiet;
+  o.shape_moves = !a.keep_shapes;
   manual_seed(src.seed);  // random ops draw the same in the recorded values of every candidate
   fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) judged by the command {}\n", terminal_safe(a.file),
              src.graph.num_op_nodes(), terminal_safe(src.input_desc), terminal_safe(shell_quote(a.command)));
@@ -70,6 +79,7 @@ int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
   fmt::print("minified {} -> {} op nodes in {:.2f} s ({} command runs, {} answered from the cache, {} steps)\n",
              res.stats.start_ops, res.graph.num_op_nodes(), res.stats.seconds, res.stats.oracle_calls,
              res.stats.cache_hits, res.stats.accepted);
+  print_moves(res.stats);
   fmt::print("confirmations: {} accepted candidates re-run, {} flipped{}\n", c.confirmations, c.flips,
              c.flips ? " (the command is nondeterministic: each flip was rejected)" : "");
   if (!res.reverified) {
@@ -113,6 +123,7 @@ int run_minify(const MinifyArgs& a) {
   }
   o.resume = a.resume;
   o.progress = !a.quiet;
+  o.shape_moves = !a.keep_shapes;
   o.config = minify::current_config();
   fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) on backend {}{}\n", terminal_safe(a.file), g.num_op_nodes(),
              terminal_safe(input_desc), backend, a.resume ? ", resuming from " + terminal_safe(o.output) : "");
@@ -121,6 +132,7 @@ int run_minify(const MinifyArgs& a) {
   fmt::print("minified {} -> {} op nodes in {:.2f} s ({} oracle calls, {} answered from the cache, {} steps)\n",
              res.stats.start_ops, res.graph.num_op_nodes(), res.stats.seconds, res.stats.oracle_calls,
              res.stats.cache_hits, res.stats.accepted);
+  print_moves(res.stats);
   if (!res.reverified) {
     fmt::print(stderr, "kiln: error: the minified repro {} does not reproduce: {}\nThis is a kiln bug; please "
                "report it with the original graph.\n", terminal_safe(o.output), terminal_safe_lines(res.reverify_message));
@@ -171,7 +183,11 @@ void add_minify_commands(CLI::App& app, std::map<std::string, Runner>& runners) 
                                 "(the default for a repro file that does)");
   cmd->excludes(grad);
   m->add_option("--check-str", a.check_str, "an error counts when its message contains this (default: the same "
-                                            "message modulo names and numbers)");
+                                            "message modulo names and numbers); with --cmd, a failure counts when "
+                                            "the command's output contains it");
+  m->add_flag("--keep-shapes", a.keep_shapes, "keep the original's sizes and dtypes (no shrink or dtype moves: by "
+                                             "default sizes are halved and floating inputs made f32 wherever the "
+                                             "failure stays)");
   add_jobs_option(*m, a.jobs);
   add_timeout_option(*m, a.timeout_s);
   add_output_option(*m, a.output, "the repro file to write (default: <file stem>.min.repro beside the file); "
