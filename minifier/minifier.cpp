@@ -87,6 +87,17 @@ void remove_input_files(const fs::path& dir, const std::set<std::string>& keep) 
   if (fs::is_empty(dir, ec)) fs::remove(dir, ec);
 }
 
+ReduceOptions shared_reduce_options(const MinifyOptions& o, const InputSource& src) {
+  ReduceOptions ro;
+  ro.max_steps = o.max_steps;
+  ro.shape_moves = o.shape_moves;
+  ro.constant_value = [&src](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
+    if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
+    return src.value_of(cg, id);
+  };
+  return ro;
+}
+
 namespace {
 
 std::string state_path(const std::string& output) { return output + ".state.json"; }
@@ -336,13 +347,7 @@ class MinifyRun {
   }
 
   ReduceOptions reduce_options() {
-    ReduceOptions ro;
-    ro.max_steps = opts_.max_steps;
-    ro.shape_moves = opts_.shape_moves;
-    ro.constant_value = [this](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
-      if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
-      return src_.value_of(cg, id);
-    };
+    ReduceOptions ro = shared_reduce_options(opts_, src_);
     ro.on_progress = [this](const ReduceStats& s) {
       if (progress_on_tty()) print_progress(s, false);
     };

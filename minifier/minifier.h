@@ -91,6 +91,10 @@ void write_repro_with_inputs(const graph::Graph& g, const std::vector<Tensor>& i
 // minifier writes there goes: anything else a user keeps in a directory of that name stays.
 void remove_input_files(const std::filesystem::path& dir, const std::set<std::string>& keep);
 
+// The reducer's options every run of minify() shares: its step limit, whether the shape moves are on, and the
+// constant move's values (inputs of at most kConstantLimit elements that need no gradient, from `src`).
+ReduceOptions shared_reduce_options(const MinifyOptions& o, const InputSource& src);
+
 // The run of minify() with an external command (minify_command.cpp).
 MinifyResult minify_with_command(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
 

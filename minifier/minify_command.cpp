@@ -67,13 +67,7 @@ class CommandMinifyRun {
     classify_original(oracle);
     if (!opts_.output.empty()) remove_input_files(opts_.output, {});  // an earlier run's inputs
     checkpoint(g_);
-    ReduceOptions ro;
-    ro.max_steps = opts_.max_steps;
-    ro.shape_moves = opts_.shape_moves;
-    ro.constant_value = [this](const graph::Graph& cg, graph::ValueId id) -> std::optional<Tensor> {
-      if (shape_numel(cg.value(id).meta.sizes) > kConstantLimit || cg.value(id).requires_grad) return std::nullopt;
-      return src_.value_of(cg, id);
-    };
+    ReduceOptions ro = shared_reduce_options(opts_, src_);
     ro.on_accept = [this](const Candidate& c, const ReduceStats& s) {
       if (opts_.progress)
         std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d command runs | %.1f s | %s\n", s.ops,

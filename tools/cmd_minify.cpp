@@ -52,11 +52,10 @@ void print_moves(const minify::ReduceStats& s) {
   fmt::print("moves: {}\n", line);
 }
 
-// `--cmd`: the result is a directory, as the command saw it (minifier/command_oracle.h).
-int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
+// The options a backend's run and a command's share, from the flags; `-o` defaults to <stem of G><suffix>
+// beside G.
+minify::MinifyOptions shared_options(const MinifyArgs& a, const std::string& default_suffix) {
   minify::MinifyOptions o;
-  o.command = a.command;
-  o.reruns = a.reruns;
   o.check_str = a.check_str;
   o.jobs = a.jobs;
   o.timeout_s = a.timeout_s;
@@ -65,10 +64,18 @@ int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
   o.output = a.output;
   if (o.output.empty()) {
     std::filesystem::path p(a.file);
-    o.output = (p.parent_path() / (p.stem().string() + ".min")).string();
+    o.output = (p.parent_path() / (p.stem().string() + default_suffix)).string();
   }
   o.progress = !a.quiet;
   o.shape_moves = !a.keep_shapes;
+  return o;
+}
+
+// `--cmd`: the result is a directory, as the command saw it (minifier/command_oracle.h).
+int run_minify_with_command(const MinifyArgs& a, const GraphSource& src) {
+  minify::MinifyOptions o = shared_options(a, ".min");
+  o.command = a.command;
+  o.reruns = a.reruns;
   manual_seed(src.seed);  // random ops draw the same in the recorded values of every candidate
   fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) judged by the command {}\n", terminal_safe(a.file),
              src.graph.num_op_nodes(), terminal_safe(src.input_desc), terminal_safe(shell_quote(a.command)));
@@ -98,7 +105,7 @@ int run_minify(const MinifyArgs& a) {
   // A repro file brings its backend, configuration, inputs, tolerance and check (repro/graph_source.h).
   GraphSource src = load_graph_source(a.file, a.inputs_dir, a.seed);
   if (!a.command.empty()) return run_minify_with_command(a, src);
-  minify::MinifyOptions o;
+  minify::MinifyOptions o = shared_options(a, ".min.repro");
   const graph::Graph& g = src.graph;
   const std::vector<Tensor>& inputs = src.inputs;
   const std::string backend = a.backend ? *a.backend : src.backend_or(kDefaultBackend);
@@ -111,19 +118,7 @@ int run_minify(const MinifyArgs& a) {
   o.backend = backend;
   o.accuracy = a.accuracy;
   o.strict_accuracy = a.strict;
-  o.check_str = a.check_str;
-  o.jobs = a.jobs;
-  o.timeout_s = a.timeout_s;
-  o.memory_budget = a.budget_mb << 20;
-  o.spill_dir = a.spill_dir;
-  o.output = a.output;
-  if (o.output.empty()) {
-    std::filesystem::path p(a.file);
-    o.output = (p.parent_path() / (p.stem().string() + ".min.repro")).string();
-  }
   o.resume = a.resume;
-  o.progress = !a.quiet;
-  o.shape_moves = !a.keep_shapes;
   o.config = minify::current_config();
   fmt::print(stderr, "kiln minify: {} ({} op nodes, {}) on backend {}{}\n", terminal_safe(a.file), g.num_op_nodes(),
              terminal_safe(input_desc), backend, a.resume ? ", resuming from " + terminal_safe(o.output) : "");
