@@ -8,7 +8,8 @@ bash ci/install-deps.sh
 
 source ci/tally.sh
 
-# ctest over DIR, its counts tallied (ci/tally.sh); when tests fail, each failed test runs again alone and its
+# ctest over DIR, its counts tallied (ci/tally.sh; a tree with gtest-xml/ registers GoogleTest suites, not tests,
+# and is counted from their reports: tests/gtest_suites.cmake); when tests fail, each failed test runs again alone and its
 # assertion messages are printed last, where a CI log's tail shows them (the first run's output of a failure is
 # buried among 2000 tests). The re-run only explains: its verdict is the first run's, and none of its own closing
 # lines (ctest's "N% tests passed" or "No tests were found") is printed, so nothing after the real summary reads
@@ -17,8 +18,10 @@ ctest_or_explain() {
   local dir=$1 log rc=0
   shift
   log=$(mktemp)
+  local xmldir="$dir/gtest-xml"
+  if [[ -d $xmldir ]]; then rm -f "$xmldir"/*.xml; fi  # only this run's reports are counted
   ctest --test-dir "$dir" --output-on-failure -j2 "$@" 2>&1 | tee "$log" || rc=$?
-  ctest_tally "$dir" "$log"
+  if [[ -d $xmldir ]]; then gtest_xml_tally "$dir" "$log" "$xmldir"; else ctest_tally "$dir" "$log"; fi
   if ((rc == 0)); then rm -f "$log"; return 0; fi
   echo "=== the failed tests, run again one at a time: their failures ==="
   ctest --test-dir "$dir" --rerun-failed --output-on-failure -j1 "$@" > "$log.rerun" 2>&1 || true
