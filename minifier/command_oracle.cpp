@@ -18,6 +18,7 @@
 #include "graph/inputs.h"
 #include "graph/text.h"
 #include "repro/command.h"
+#include "repro/failure.h"
 #include "repro/isolate.h"
 
 namespace kiln::minify {
@@ -73,11 +74,35 @@ std::string command_reproduce_line(const std::string& command, const std::string
 }
 
 CommandOracle::CommandOracle(const InputSource& src, CommandOracleOptions opts) : src_(src), opts_(std::move(opts)) {
-  KILN_CHECK(!opts_.command.empty(), "kiln minify --cmd: the command is empty");
+  KILN_CHECK(opts_.runner || !opts_.command.empty(), "kiln minify --cmd: the command is empty");
   KILN_CHECK(!opts_.work_dir.empty(), "CommandOracle: no directory for the candidates");
 }
 
+void CommandOracle::write_candidate(const graph::Graph& g, const std::string& dir) const {
+  if (opts_.runner) opts_.runner->write(g, src_.inputs_of(g), dir);
+  else write_candidate_directory(g, src_.inputs_of(g), dir);
+}
+
+std::string CommandOracle::reproduce_line(const std::string& dir) const {
+  return opts_.runner ? opts_.runner->reproduce_line(dir) : command_reproduce_line(opts_.command, dir);
+}
+
+std::string CommandOracle::judge_name() const { return opts_.runner ? opts_.runner->judge_name() : "the command"; }
+
 std::vector<CommandRun> CommandOracle::run_many(const std::vector<const graph::Graph*>& graphs) {
+  if (opts_.runner) {
+    std::vector<std::string> dirs;
+    for (const graph::Graph* g : graphs) {
+      dirs.push_back((fs::path(opts_.work_dir) / fmt::format("candidate-{}", next_dir_++)).string());
+      opts_.runner->write(*g, src_.inputs_of(*g), dirs.back());
+    }
+    std::vector<CommandRun> out = opts_.runner->run(dirs);
+    for (const std::string& d : dirs) {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+    return out;
+  }
   std::vector<fs::path> dirs;
   std::vector<std::function<std::string()>> bodies;
   for (const graph::Graph* g : graphs) {
@@ -117,6 +142,9 @@ std::vector<CommandRun> CommandOracle::run_many(const std::vector<const graph::G
 bool CommandOracle::shows_target(const CommandRun& r) const {
   if (r.outcome.kind == FailureKind::None) return false;
   if (!opts_.check_str.empty() && r.output.find(opts_.check_str) == std::string::npos) return false;
+  // A runner's messages are exception texts: the same failure modulo names and numbers. A command's are kiln's
+  // own ("exited with status 1"), where the number is the failure.
+  if (opts_.runner) return same_failure(opts_.target, r.outcome, SameFailureRules{.check_str = "", .signal_must_match = true});
   return r.outcome.kind == opts_.target.kind && r.outcome.message == opts_.target.message;
 }
 

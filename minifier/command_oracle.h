@@ -12,11 +12,16 @@
 // a graph it cannot read is not the bug that exits 1) and, with --check-str, its output (stdout and stderr)
 // contains the string.
 //
+// The same oracle judges by another runner (CommandOracleOptions::runner, CandidateRunner below): PyTorch's
+// workers for `--oracle torch`. Its outcomes are compared with the target by the failure rules (same_failure:
+// messages modulo names and numbers, the same signal for a crash) rather than exactly.
+//
 // Commands may be nondeterministic. The original runs `reruns` times before the reduction (a failure seen in
 // some runs and not in others stops the run: minifying noise gives nonsense); every candidate about to be
 // accepted is run again (confirm) and a disagreement with its first run counts as a flip, rejecting it; the
 // result runs `reruns` times again. The counts are in the summary.
 #pragma once
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,19 +31,35 @@
 
 namespace kiln::minify {
 
+// What one run of the command did: its outcome as a failure signature (kind none: exit 0), and its output.
+struct CommandRun {
+  FailureSignature outcome;
+  std::string output;  // stdout and stderr, the last 64 KiB
+};
+
+// How candidates are judged when not by a shell command: `--oracle torch`'s PyTorch workers (torch_oracle.h).
+// The oracle keeps what both share: directories, batches, the flakiness gate and the comparison with the target.
+class CandidateRunner {
+ public:
+  virtual ~CandidateRunner() = default;
+  // Writes what the judge reads into DIR (created when missing).
+  virtual void write(const graph::Graph& g, const std::vector<Tensor>& inputs, const std::string& dir) = 0;
+  // Judges the candidates in DIRS (written by write), up to its own parallelism at once.
+  virtual std::vector<CommandRun> run(const std::vector<std::string>& dirs) = 0;
+  // The line that judges DIR's candidate by hand in a clean shell.
+  virtual std::string reproduce_line(const std::string& dir) const = 0;
+  // Who judges, for messages: "the command", "PyTorch (backend inductor)".
+  virtual std::string judge_name() const = 0;
+};
+
 struct CommandOracleOptions {
   std::string command;        // run by /bin/sh -c in the candidate's directory
+  std::shared_ptr<CandidateRunner> runner;  // instead of the command, when set
   std::string check_str;      // a failure counts only when the command's output contains this
   double timeout_s = 60;
   int jobs = 1;
   std::string work_dir;       // where the candidates' directories are made (a private temporary directory)
   FailureSignature target;    // the original's failure (set once classified)
-};
-
-// What one run of the command did: its outcome as a failure signature (kind none: exit 0), and its output.
-struct CommandRun {
-  FailureSignature outcome;
-  std::string output;  // stdout and stderr, the last 64 KiB
 };
 
 class CommandOracle : public Oracle {
@@ -54,6 +75,10 @@ class CommandOracle : public Oracle {
   // state between runs is seen as it is).
   std::vector<CommandRun> run_times(const graph::Graph& g, int times);
   void set_target(FailureSignature target) { opts_.target = std::move(target); }
+  // The candidate as the judge sees it, written into DIR; the line that judges it there by hand; who judges.
+  void write_candidate(const graph::Graph& g, const std::string& dir) const;
+  std::string reproduce_line(const std::string& dir) const;
+  std::string judge_name() const;
   // Whether a run shows the target failure.
   bool shows_target(const CommandRun& r) const;
 

@@ -166,7 +166,8 @@ std::string torch_header(const ReproFile& r, const std::string& repro_path) {
                    comment_text(r.backend), comment_text(std::string(failure_kind_name(r.expected.kind))));
   s += "# interpreter's outputs (reference_<k>.npy) and kiln's backend outputs (output_<k>.npy) where the input\n";
   s += "# directory holds them, then under torch.compile and compares with eager.\n";
-  s += "# Usage: python3 <this file> [torch.compile backend, default inductor; `none`: eager only]\n";
+  s += "# Usage: python3 <this file> [torch.compile backend: a name, default inductor, or FILE.py:FUNCTION; `none`:\n";
+  s += "# eager only]\n";
   s += "# Exit status: 0 when everything compared matches, 1 otherwise.\n";
   s += "import os\nimport sys\n\nimport numpy as np\nimport torch\n\n";
   s += "HERE = os.path.dirname(os.path.abspath(__file__))\n";
@@ -209,6 +210,112 @@ def report(what, expected, actual):
         print(f"{what}: output {i}: {'ok' if good else 'MISMATCH'} (max abs diff {diff})")
         ok = ok and good
     return ok and len(expected) == len(actual)
+
+
+def load_backend(spec):
+    """A torch.compile backend: a registered name (inductor, aot_eager, ...) or FILE.py:FUNCTION, a function of
+    (torch.fx.GraphModule, example inputs) returning a callable, as torch.compile's backends are."""
+    if ":" not in spec:
+        return spec
+    path, _, name = spec.rpartition(":")
+    import importlib.util
+    module_spec = importlib.util.spec_from_file_location("kiln_torch_backend", path)
+    if module_spec is None or not os.path.isfile(path):
+        raise SystemExit(f"backend {spec}: {path} is not a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not callable(getattr(module, name, None)):
+        raise SystemExit(f"backend {spec}: {path} defines no function {name}")
+    return getattr(module, name)
+
+
+class CompileFailure(Exception):
+    """An exception the backend raised while compiling (torch.compile reports it at the first call)."""
+
+
+def compile_with(backend, model, inputs):
+    """`model` compiled by `backend` (a name or a function). PyTorch without torch.compile (1.13) takes a
+    function only, given the module as torch.fx traces it, as torch.compile would give it the captured graph."""
+    def marked(fn):
+        def compile_graph(gm, example_inputs):
+            try:
+                return fn(gm, example_inputs)
+            except Exception as e:
+                raise CompileFailure(f"{type(e).__name__}: {e}") from e
+        return compile_graph
+    if hasattr(torch, "compile"):
+        fn = backend
+        if isinstance(backend, str):
+            from torch._dynamo import lookup_backend
+            fn = lookup_backend(backend)
+        return torch.compile(model, backend=marked(fn))
+    if isinstance(backend, str):
+        raise SystemExit(f"PyTorch {torch.__version__} has no torch.compile: name the backend as FILE.py:FUNCTION")
+    return marked(backend)(torch.fx.symbolic_trace(model), inputs)
+
+
+def first_line(e):
+    text = f"{type(e).__name__}: {e}"
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def compile_failure_in(e):
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, CompileFailure):
+            return e
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def rmse(a, b):
+    return torch.sqrt(torch.mean(torch.square(a.double() - b.double()))).item() if a.numel() else 0.0
+
+
+def same_with_fp64(expected, actual, fp64):
+    """PyTorch's same() rule (torch._dynamo.utils.same): equal for integers; for floating outputs close within
+    the tolerance, or, given the fp64 reference, no further from it than 3x eager's distance plus tol/10."""
+    if expected.dtype != actual.dtype or expected.shape != actual.shape:
+        return False
+    if same(expected, actual):
+        return True
+    if not expected.is_floating_point() or fp64 is None or fp64.shape != expected.shape:
+        return False
+    tol = {torch.float16: 1e-2, torch.bfloat16: 2e-2}.get(expected.dtype, TOLERANCE)
+    return rmse(fp64, actual) <= 3.0 * rmse(fp64, expected) + tol / 10.0
+
+
+def judge(backend):
+    """What `backend` does to this graph, by kiln's failure kinds: a dict of kind (none, compile_error,
+    runtime_error, accuracy; eager_error when eager fails: then the graph, not the compiler, is wrong), message
+    (one line, the same for the same failure) and detail. `kiln minify --oracle torch` asks its worker this."""
+    import traceback
+    inputs = load_inputs()
+    model = Repro()
+    try:
+        expected = model(*[x.clone() for x in inputs])
+    except Exception as e:
+        return {"kind": "eager_error", "message": first_line(e), "detail": traceback.format_exc()}
+    try:
+        actual = compile_with(backend, model, inputs)(*[x.clone() for x in inputs])
+    except Exception as e:
+        failure = compile_failure_in(e)
+        kind = "compile_error" if failure is not None else "runtime_error"
+        return {"kind": kind, "message": str(failure) if failure is not None else first_line(e),
+                "detail": traceback.format_exc()}
+    try:
+        fp64 = model(*[x.clone().double() if x.is_floating_point() else x.clone() for x in inputs])
+    except Exception:
+        fp64 = [None] * len(expected)
+    bad = [i for i, (e, a, r) in enumerate(zip(expected, actual, fp64)) if not same_with_fp64(e, a, r)]
+    if bad or len(expected) != len(actual):
+        detail = "; ".join(f"output {i}: max abs diff {(expected[i].double() - actual[i].double()).abs().max().item()}"
+                           if expected[i].shape == actual[i].shape and expected[i].numel() else f"output {i}"
+                           for i in bad) or f"{len(actual)} outputs, eager has {len(expected)}"
+        return {"kind": "accuracy", "message": "the compiled outputs differ from eager by PyTorch's same() rule "
+                "(fp64 reference)", "detail": detail}
+    return {"kind": "none", "message": "", "detail": ""}
 
 )PY";
   return s;
@@ -276,13 +383,15 @@ if __name__ == "__main__":
         print("nothing of kiln's to compare with: no output_<k>.npy or reference_<k>.npy in the input directory")
     if backend == "none":
         print("torch.compile skipped (backend none)")
-    elif not hasattr(torch, "compile"):
+    elif not hasattr(torch, "compile") and ":" not in backend:
         print(f"torch.compile skipped: PyTorch {torch.__version__} has no torch.compile")
     else:
-        actual = torch.compile(model, backend=backend)(*[x.clone() for x in inputs])
-        good = report("torch.compile vs eager", expected, actual)
-        print("torch.compile matches eager" if good else "torch.compile DIFFERS from eager")
-        ok = ok and good
+        result = judge(load_backend(backend))
+        if result["kind"] == "none":
+            print(f"torch.compile ({backend}) matches eager")
+        else:
+            print(f"torch.compile ({backend}) FAILS: {result['kind']}: {result['message']}\n{result['detail']}")
+        ok = ok and result["kind"] == "none"
     sys.exit(0 if ok else 1)
 )PY";
   return s;

@@ -418,7 +418,7 @@ MinifyResult minify(const graph::Graph& g, const std::vector<Tensor>& inputs, co
   in_minifier() = true;
   struct Restore { bool v; ~Restore() { in_minifier() = v; } } restore{was_in};
   check_minify_options(opts);
-  if (!opts.command.empty()) return minify_with_command(g, inputs, opts);
+  if (!opts.command.empty() || opts.torch.enabled) return minify_with_command(g, inputs, opts);
   if (opts.strict_accuracy) opts.accuracy = true;
   // One run per output: a second run naming the same OUT fails at once instead of interleaving checkpoints.
   std::optional<OutputLock> lock;

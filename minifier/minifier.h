@@ -53,6 +53,12 @@ struct MinifyOptions {
   // accuracy, gradients, tolerance, resume and config do not apply.
   std::string command;
   int reruns = 3;                // runs of the original and of the result with a command (its flakiness gate)
+  // `--oracle torch` (torch_oracle.h): PyTorch's torch.compile judges each candidate; runs as a command does.
+  struct Torch {
+    bool enabled = false;
+    std::string backend = "inductor";  // a torch.compile backend's name, or FILE.py:FUNCTION (made absolute)
+    std::string python = "python3";    // the Python that has torch (looked up on PATH)
+  } torch;
 };
 
 // With a command: how often it agreed with itself.
@@ -61,6 +67,8 @@ struct CommandSummary {
   int final_runs = 0, final_failures = 0;        // the same for the result
   int confirmations = 0, flips = 0;              // re-runs of accepted candidates, and those that disagreed
   std::string reproduce_line;                    // runs the command on the result directory by hand
+  int worker_starts = 0;                         // --oracle torch: PyTorch workers started (one per -j slot,
+                                                 // again after each crash or hang)
 };
 
 struct MinifyResult {
@@ -95,7 +103,7 @@ void remove_input_files(const std::filesystem::path& dir, const std::set<std::st
 // constant move's values (inputs of at most kConstantLimit elements that need no gradient, from `src`).
 ReduceOptions shared_reduce_options(const MinifyOptions& o, const InputSource& src);
 
-// The run of minify() with an external command (minify_command.cpp).
+// The run of minify() with an external command or PyTorch as the oracle (minify_command.cpp).
 MinifyResult minify_with_command(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts);
 
 // Content hash of a graph and its inputs (for the checkpoint's state file).

@@ -1,5 +1,5 @@
-// minify_with_command(): `kiln minify G --cmd CMD`, the minifier with a user's command as the oracle
-// (command_oracle.h). The steps of minify() (minifier.h) where they apply: record the reference values (the
+// minify_with_command(): `kiln minify G --cmd CMD` and `--oracle torch`, the minifier with a user's command or
+// PyTorch as the oracle (command_oracle.h, torch_oracle.h). The steps of minify() (minifier.h) where they apply: record the reference values (the
 // window move's inputs carry them), run the original `reruns` times (the flakiness gate) and take its failure as
 // the target, reduce with the same reducer and moves, writing the smallest failing candidate to the output
 // directory after every accepted step, then run the result `reruns` times. There is no backend and no repro
@@ -18,6 +18,7 @@
 #include "graph/inputs.h"
 #include "minifier/command_oracle.h"
 #include "minifier/minifier.h"
+#include "minifier/torch_oracle.h"
 #include "minifier/values.h"
 
 namespace kiln::minify {
@@ -42,11 +43,11 @@ void check_output_directory(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (!fs::exists(st)) return;
-  KILN_CHECK(fs::is_directory(st), "-o {}: with --cmd the output is a directory (candidate.kir and its inputs), and "
+  KILN_CHECK(fs::is_directory(st), "-o {}: with --cmd or --oracle torch the output is a directory (candidate.kir and its inputs), and "
              "{} exists and is not one; name a new directory", dir, dir);
   KILN_CHECK(fs::is_empty(dir, ec) || fs::exists(fs::path(dir) / "candidate.kir"), "-o {}: the directory exists and "
-             "holds files kiln minify --cmd did not write (it has no candidate.kir); name a new or empty directory",
-             dir);
+             "holds files kiln minify --cmd or --oracle torch did not write (it has no candidate.kir); name a new or "
+             "empty directory", dir);
 }
 
 class CommandMinifyRun {
@@ -63,20 +64,25 @@ class CommandMinifyRun {
     co.timeout_s = opts_.timeout_s;
     co.jobs = opts_.jobs;
     co.work_dir = work_.path().string();
+    if (opts_.torch.enabled) co.runner = make_torch_runner(opts_.torch, opts_.timeout_s, opts_.jobs, co.work_dir);
     CommandOracle oracle(src_, co);
+    oracle_ = &oracle;
     classify_original(oracle);
     if (!opts_.output.empty()) remove_input_files(opts_.output, {});  // an earlier run's inputs
     checkpoint(g_);
     ReduceOptions ro = shared_reduce_options(opts_, src_);
     ro.on_accept = [this](const Candidate& c, const ReduceStats& s) {
       if (opts_.progress)
-        std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d command runs | %.1f s | %s\n", s.ops,
-                     s.start_ops, s.oracle_calls, s.seconds, terminal_safe(c.move).c_str());
+        std::fprintf(stderr, "kiln minify: %d of %d op nodes left | %d %s | %.1f s | %s\n", s.ops, s.start_ops,
+                     s.oracle_calls, opts_.torch.enabled ? "PyTorch runs" : "command runs", s.seconds,
+                     terminal_safe(c.move).c_str());
       checkpoint(c.graph);
     };
     stats_.start_ops = std::get<0>(measure(g_));
     Candidate out = reduce(Candidate{g_, "original"}, oracle, ro, stats_);
     reverify(out, oracle);
+    if (co.runner) res_.command.worker_starts = torch_worker_starts(*co.runner);
+    oracle_ = nullptr;
     res_.stats = stats_;
     res_.stats.ops = std::get<0>(measure(res_.graph));
     res_.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
@@ -97,12 +103,18 @@ class CommandMinifyRun {
         break;
       }
     const int n = int(runs.size());
+    const std::string who = oracle.judge_name();
     if (!first) {
       const bool any_failure = std::any_of(runs.begin(), runs.end(),
                                            [](const CommandRun& r) { return r.outcome.kind != FailureKind::None; });
-      KILN_CHECK(!any_failure, "--check-str: the command fails on the original graph, but its output never contains "
-                 "\"{}\" ({} runs; the last: {}; its output ends:\n{})", opts_.check_str, n,
+      KILN_CHECK(!any_failure, "--check-str: {} fails on the original graph, but its output never contains "
+                 "\"{}\" ({} runs; the last: {}; its output ends:\n{})", who, opts_.check_str, n,
                  runs.back().outcome.message, output_tail(runs.back().output));
+      if (opts_.torch.enabled)
+        fail("{} passes the original graph in {} of {} runs: nothing to minify (a failure is a compile error, a "
+             "runtime error, a crash, a hang past --timeout, or outputs that differ from eager by PyTorch's same() "
+             "rule; a graph that fails in eager is not the compiler's failure){}", who, n, n,
+             runs.back().output.empty() ? "" : "; the last run said:\n" + output_tail(runs.back().output));
       fail("the command exits 0 on the original graph in {} of {} runs: nothing to minify (a failure is a non-zero "
            "exit status, a signal or a hang past --timeout); its output ends:\n{}", n, n,
            output_tail(runs.back().output));
@@ -117,10 +129,10 @@ class CommandMinifyRun {
     }
     res_.command.original_runs = n;
     res_.command.original_failures = same;
-    KILN_CHECK(same == n, "the command is nondeterministic on the original graph: {} of {} runs showed \"{}\"{}, "
-               "another ended with {}. kiln minify stops here: a reduction judged by a command that changes its mind "
-               "follows noise and ends in a graph that does not fail. Make the command deterministic (a fixed seed, "
-               "one thread, a longer --timeout), or pin the failure with --check-str", same, n,
+    KILN_CHECK(same == n, "{} is nondeterministic on the original graph: {} of {} runs showed \"{}\"{}, "
+               "another ended with {}. kiln minify stops here: a reduction judged by an oracle that changes its mind "
+               "follows noise and ends in a graph that does not fail. Make it deterministic (a fixed seed, "
+               "one thread, a longer --timeout), or pin the failure with --check-str", who, same, n,
                first->outcome.message, opts_.check_str.empty() ? "" : " with \"" + opts_.check_str + "\"", others);
   }
 
@@ -128,7 +140,7 @@ class CommandMinifyRun {
   // inputs earlier checkpoints had and this one does not are removed.
   void checkpoint(const graph::Graph& g) {
     if (opts_.output.empty()) return;
-    write_candidate_directory(g, src_.inputs_of(g), opts_.output);
+    oracle_->write_candidate(g, opts_.output);
     std::set<std::string> keep;
     for (graph::ValueId id : g.inputs()) keep.insert(graph::input_file_name(g.value(id).name));
     remove_input_files(opts_.output, keep);
@@ -151,13 +163,14 @@ class CommandMinifyRun {
     c.final_failures = same;
     c.confirmations = oracle.confirmations();
     c.flips = oracle.flips();
-    if (!opts_.output.empty()) c.reproduce_line = command_reproduce_line(opts_.command, opts_.output);
+    if (!opts_.output.empty()) c.reproduce_line = oracle.reproduce_line(opts_.output);
     res_.failure = other ? other->outcome : res_.original;
     res_.reverified = same == c.final_runs;
     res_.reverify_message = res_.reverified
-        ? fmt::format("the command failed the same way on the result in {} of {} runs", same, c.final_runs)
-        : fmt::format("the command failed the same way on the result in only {} of {} runs (another ended with {}): "
-                      "it is nondeterministic", same, c.final_runs,
+        ? fmt::format("{} failed the same way on the result in {} of {} runs", oracle.judge_name(), same,
+                      c.final_runs)
+        : fmt::format("{} failed the same way on the result in only {} of {} runs (another ended with {}): "
+                      "it is nondeterministic", oracle.judge_name(), same, c.final_runs,
                       other->outcome.kind == FailureKind::None ? "exit 0" : other->outcome.message);
   }
 
@@ -169,14 +182,16 @@ class CommandMinifyRun {
   TempDirectory work_;
   MinifyResult res_;
   ReduceStats stats_;
+  CommandOracle* oracle_ = nullptr;  // during run()
   const std::chrono::steady_clock::time_point t0_;
 };
 
 }  // namespace
 
 MinifyResult minify_with_command(const graph::Graph& g, const std::vector<Tensor>& inputs, const MinifyOptions& opts) {
-  KILN_CHECK(!opts.resume, "--resume is not available with --cmd: the output directory holds the smallest failing "
-             "candidate so far; to continue from it, minify OUT/candidate.kir --inputs OUT with the same --cmd");
+  KILN_CHECK(!opts.resume, "--resume is not available with --cmd or --oracle torch: the output directory holds the "
+             "smallest failing candidate so far; to continue from it, minify OUT/candidate.kir --inputs OUT with the "
+             "same oracle");
   std::optional<OutputLock> lock;
   if (!opts.output.empty()) {
     check_output_directory(opts.output);

@@ -69,6 +69,14 @@ inline std::string find_chromium() {
   return "";
 }
 
+// A python3 that can import torch and numpy, or "" (tests needing one are then skipped; ci/install-deps.sh
+// installs Debian's python3-torch).
+inline std::string python_with_torch() {
+  for (const char* py : {"python3", "/usr/bin/python3"})
+    if (shell(std::string(py) + " -c 'import torch, numpy'").exit_code == 0) return py;
+  return "";
+}
+
 inline std::filesystem::path source_path(const std::string& relative) {
   return std::filesystem::path(KILN_SOURCE_DIR) / relative;
 }

@@ -427,17 +427,6 @@ TEST_F(CliTest, ConvBlockExampleIsFinite) {
 
 // ---------------------------------------------------------------- --emit torch, run by PyTorch
 
-namespace {
-
-// A python3 that can import torch, or "" (the test is then skipped; ci/install-deps.sh installs python3-torch).
-std::string python_with_torch() {
-  for (const char* py : {"python3", "/usr/bin/python3"})
-    if (shell(std::string(py) + " -c 'import torch, numpy'").exit_code == 0) return py;
-  return "";
-}
-
-}  // namespace
-
 class EmitTorch : public CliTest {
  protected:
   void SetUp() override {
