@@ -8,6 +8,10 @@
 // minify/cmd/<nodes>: the same graphs judged by a shell command instead (`kiln minify --cmd`, no injection):
 // `grep` for the relu in the candidate's .kir, exit 1 when it is there; seconds_per_call is the cost of one
 // candidate (written to its own directory with its inputs, a shell started), against the backends' above.
+// minify/torch/<nodes>: judged by PyTorch (`kiln minify --oracle torch`) with the stand-in backend that lowers
+// relu wrongly (tests/torch_backends/standins.py:wrong_relu); KILN_BENCH_PYTHON names the Python with torch
+// (default python3). seconds_per_call is one candidate through a persistent worker (eager, torch.fx, the fp64
+// reference), worker_starts how many Python starts that took.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -28,7 +32,8 @@ using namespace kiln;
 void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   minify::register_inject_test_backend();
   std::optional<ScopedOption> inject;  // minify/cmd: the command is the bug
-  if (kind != "cmd") inject.emplace(Opt::Inject, "relu:" + kind);
+  const bool external = kind == "cmd" || kind == "torch";
+  if (!external) inject.emplace(Opt::Inject, "relu:" + kind);
   minify::TestGraph t = minify::relu_test_graph(nodes, 1, 256, 256);
   std::vector<Tensor> inputs = graph::seeded_inputs(t.graph, 0);
   std::string dir = (std::filesystem::temp_directory_path() / "kiln_bench_minify").string();
@@ -39,7 +44,13 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   if (kind == "cmd") {
     o.command = R"(grep -q "= relu(" "$KILN_CANDIDATE" && exit 1; exit 0)";
   }
-  o.output = dir + "/" + kind + std::to_string(nodes) + (kind == "cmd" ? ".min" : ".repro");
+  if (kind == "torch") {
+    o.torch.enabled = true;
+    o.torch.backend = KILN_SOURCE_DIR "/tests/torch_backends/standins.py:wrong_relu";
+    const char* python = std::getenv("KILN_BENCH_PYTHON");
+    if (python) o.torch.python = python;
+  }
+  o.output = dir + "/" + kind + std::to_string(nodes) + (external ? ".min" : ".repro");
   o.config = minify::current_config();
   o.progress = std::getenv("KILN_BENCH_PROGRESS") != nullptr;  // one line per accepted step on stderr
   minify::MinifyResult r;
@@ -52,18 +63,21 @@ void minify_bench(benchmark::State& st, const std::string& kind, int nodes) {
   st.counters["seconds_per_call"] = r.stats.oracle_calls ? r.stats.seconds / r.stats.oracle_calls : 0;
   st.counters["result_ops"] = r.graph.num_op_nodes();
   st.counters["reverified"] = r.reverified;
+  if (kind == "torch") st.counters["worker_starts"] = r.command.worker_starts;
   st.counters["peak_rss_mb"] = double(self.ru_maxrss) / 1024;
   st.counters["child_peak_rss_mb"] = double(children.ru_maxrss) / 1024;
 }
 
 [[maybe_unused]] const bool registered = [] {
-  for (const char* kind : {"compile_error", "crash", "accuracy", "cmd"})
-    for (int nodes : {100, 1000, 10000})
+  for (const char* kind : {"compile_error", "crash", "accuracy", "cmd", "torch"})
+    for (int nodes : {100, 1000, 10000}) {
+      if (std::string(kind) == "torch" && nodes == 10000) continue;  // 5 GB of fp64 in PyTorch too
       benchmark::RegisterBenchmark(fmt::format("minify/{}/{}", kind, nodes).c_str(),
                                    [kind, nodes](benchmark::State& st) { minify_bench(st, kind, nodes); })
           ->Iterations(1)
           ->Unit(benchmark::kSecond)
           ->UseRealTime();
+    }
   return true;
 }();
 
