@@ -144,7 +144,8 @@ bool CommandOracle::shows_target(const CommandRun& r) const {
   if (!opts_.check_str.empty() && r.output.find(opts_.check_str) == std::string::npos) return false;
   // A runner's messages are exception texts: the same failure modulo names and numbers. A command's are kiln's
   // own ("exited with status 1"), where the number is the failure.
-  if (opts_.runner) return same_failure(opts_.target, r.outcome, SameFailureRules{.check_str = "", .signal_must_match = true});
+  if (opts_.runner)
+    return same_failure(opts_.target, r.outcome, SameFailureRules{.check_str = "", .signal_must_match = true});
   return r.outcome.kind == opts_.target.kind && r.outcome.message == opts_.target.message;
 }
 

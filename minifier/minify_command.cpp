@@ -1,10 +1,10 @@
 // minify_with_command(): `kiln minify G --cmd CMD` and `--oracle torch`, the minifier with a user's command or
-// PyTorch as the oracle (command_oracle.h, torch_oracle.h). The steps of minify() (minifier.h) where they apply: record the reference values (the
-// window move's inputs carry them), run the original `reruns` times (the flakiness gate) and take its failure as
-// the target, reduce with the same reducer and moves, writing the smallest failing candidate to the output
-// directory after every accepted step, then run the result `reruns` times. There is no backend and no repro
-// file: the output is the directory the command would see (candidate.kir, its inputs), and the reproduce line
-// runs the command there.
+// PyTorch as the oracle (command_oracle.h, torch_oracle.h). The steps of minify() (minifier.h) where they apply:
+// record the reference values (the window move's inputs carry them), run the original `reruns` times (the
+// flakiness gate) and take its failure as the target, reduce with the same reducer and moves, writing the smallest
+// failing candidate to the output directory after every accepted step, then run the result `reruns` times.
+// There is no backend and no repro file: the output is the directory the judge sees (candidate.kir, its inputs;
+// candidate.py for PyTorch), and the reproduce line runs the judge there.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -43,8 +43,8 @@ void check_output_directory(const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (!fs::exists(st)) return;
-  KILN_CHECK(fs::is_directory(st), "-o {}: with --cmd or --oracle torch the output is a directory (candidate.kir and its inputs), and "
-             "{} exists and is not one; name a new directory", dir, dir);
+  KILN_CHECK(fs::is_directory(st), "-o {}: with --cmd or --oracle torch the output is a directory (candidate.kir "
+             "and its inputs), and {} exists and is not one; name a new directory", dir, dir);
   KILN_CHECK(fs::is_empty(dir, ec) || fs::exists(fs::path(dir) / "candidate.kir"), "-o {}: the directory exists and "
              "holds files kiln minify --cmd or --oracle torch did not write (it has no candidate.kir); name a new or "
              "empty directory", dir);
