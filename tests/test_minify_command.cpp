@@ -38,15 +38,6 @@ const char* kChain = R"(graph chain(%x: f32[16, 8], %y: f32[16, 8]) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// The op names of a candidate.kir's op nodes.
-std::vector<std::string> ops_of(const fs::path& kir) {
-  graph::Graph g = graph::parse_graph(read_text(kir), kir.string());
-  std::vector<std::string> ops;
-  for (const graph::Node& n : g.nodes())
-    if (n.kind == graph::NodeKind::Op) ops.push_back(std::string(n.info().name));
-  return ops;
-}
-
 class MinifyCommand : public CliTest {};
 
 TEST_F(MinifyCommand, AShellOracleThatFailsOnAnOpShrinksTheGraphToThatOpAlone) {
@@ -60,7 +51,7 @@ TEST_F(MinifyCommand, AShellOracleThatFailsOnAnOpShrinksTheGraphToThatOpAlone) {
       << r.output;
   EXPECT_TRUE(contains(r.output, "re-verified: the command failed the same way on the result in 3 of 3 runs"))
       << r.output;
-  EXPECT_EQ(ops_of(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"});
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"});
   // Its one input is beside it, as the command saw it.
   graph::Graph m = graph::parse_graph(read_text(fs::path(out) / "candidate.kir"));
   ASSERT_EQ(m.inputs().size(), 1u);
@@ -80,7 +71,7 @@ TEST_F(MinifyCommand, TheSameFailureIsTheSameExitStatus) {
   CliResult r = kiln_cli("minify -q " + g + " -o " + path("min") +
                          " --cmd 'grep -q \"= tanh(\" \"$KILN_CANDIDATE\" && exit 1; exit 2'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(ops_of(dir_ / "min" / "candidate.kir"), std::vector<std::string>{"tanh"});
+  EXPECT_EQ(cli_test::op_names_in(dir_ / "min" / "candidate.kir"), std::vector<std::string>{"tanh"});
 }
 
 TEST_F(MinifyCommand, CheckStrPinsTheFailureToTheCommandsOutput) {
@@ -89,7 +80,7 @@ TEST_F(MinifyCommand, CheckStrPinsTheFailureToTheCommandsOutput) {
   CliResult r = kiln_cli("minify -q " + g + " -o " + path("min") + " --check-str BUG" +
                          " --cmd 'grep -q \"= exp(\" \"$KILN_CANDIDATE\" && echo BUG; exit 1'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(ops_of(dir_ / "min" / "candidate.kir"), std::vector<std::string>{"exp"});
+  EXPECT_EQ(cli_test::op_names_in(dir_ / "min" / "candidate.kir"), std::vector<std::string>{"exp"});
   CliResult never = kiln_cli("minify -q " + g + " -o " + path("min2") + " --check-str NEVER --cmd 'exit 1'");
   EXPECT_EQ(never.exit_code, 2) << never.output;
   EXPECT_TRUE(contains(never.output, "never contains \"NEVER\"")) << never.output;
@@ -103,7 +94,7 @@ TEST_F(MinifyCommand, KilnAsTheCommandReadsTheCandidatesInputsAndTheReproduceLin
   const std::string cmd = "'" KILN_CLI "' run \"$KILN_CANDIDATE\" --inputs \"$KILN_CANDIDATE_DIR\" --backend inductor --check";
   CliResult r = kiln_cli("minify -q " + g + " -o " + out + " --cmd " + shell_quote(cmd), "KILN_INJECT=tanh:accuracy");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(ops_of(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"});
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"});
   const size_t at = r.output.find("check it with: ");
   ASSERT_NE(at, std::string::npos) << r.output;
   const std::string line = r.output.substr(at + 15, r.output.find('\n', at) - at - 15);
@@ -160,7 +151,7 @@ TEST_F(MinifyCommand, ParallelCandidatesGiveTheSameResult) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_EQ(read_text(dir_ / "one" / "candidate.kir"), read_text(dir_ / "two" / "candidate.kir"));
-  EXPECT_EQ(ops_of(dir_ / "two" / "candidate.kir"), std::vector<std::string>{"relu"});
+  EXPECT_EQ(cli_test::op_names_in(dir_ / "two" / "candidate.kir"), std::vector<std::string>{"relu"});
 }
 
 // The oracle in-process: a command that alternates between failing and passing. Its first run of a candidate

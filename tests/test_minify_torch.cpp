@@ -40,14 +40,6 @@ const char* kGraph = R"(graph chain(%x: f32[16, 8], %y: f32[16, 8]) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-std::vector<std::string> ops_of(const fs::path& kir) {
-  graph::Graph g = graph::parse_graph(read_text(kir), kir.string());
-  std::vector<std::string> ops;
-  for (const graph::Node& n : g.nodes())
-    if (n.kind == graph::NodeKind::Op) ops.push_back(std::string(n.info().name));
-  return ops;
-}
-
 // The number in "workers: N PyTorch worker starts".
 int worker_starts(const std::string& output) {
   std::smatch m;
@@ -79,7 +71,7 @@ TEST_F(MinifyTorch, AWrongLoweringShrinksToThatOpAndItsScriptReproducesInPyTorch
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "failure: accuracy: the compiled outputs differ from eager by PyTorch's same() "
                                  "rule (fp64 reference) (in 3 of 3 runs of the original)")) << r.output;
-  EXPECT_EQ(ops_of(fs::path(out) / "candidate.kir"), std::vector<std::string>{"relu"}) << r.output;
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), std::vector<std::string>{"relu"}) << r.output;
   EXPECT_TRUE(contains(r.output, "re-verified: PyTorch (backend ")) << r.output;
   // One worker served every candidate: PyTorch was imported once, not once per candidate.
   EXPECT_EQ(worker_starts(r.output), 1) << r.output;
@@ -102,7 +94,7 @@ TEST_F(MinifyTorch, ACrashingCompilerIsACrashAndEachCrashedWorkerIsReplaced) {
   CliResult r = minify("abort_on_tanh", out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "failure: crash: the PyTorch worker was killed by signal 6 (SIGABRT)")) << r.output;
-  EXPECT_EQ(ops_of(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"}) << r.output;
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), std::vector<std::string>{"tanh"}) << r.output;
   // Every failing candidate killed its worker: more starts than one, and fewer than the runs (passing candidates
   // reuse theirs).
   const int starts = worker_starts(r.output);
@@ -118,7 +110,7 @@ TEST_F(MinifyTorch, ACompileErrorShrinksToTheOpTheBackendRejectsWithParallelWork
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "failure: compile_error: NotImplementedError: stand-in backend: no lowering for "
                                  "sigmoid")) << r.output;
-  EXPECT_EQ(ops_of(fs::path(out) / "candidate.kir"), std::vector<std::string>{"sigmoid"}) << r.output;
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), std::vector<std::string>{"sigmoid"}) << r.output;
   EXPECT_EQ(worker_starts(r.output), 2) << r.output;
   // --check-str pins the failure to PyTorch's output: a string it never prints leaves nothing to minify.
   CliResult pinned = minify("reject_sigmoid", path("pinned"), "--check-str 'no lowering for relu'");
