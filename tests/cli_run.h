@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "graph/text.h"
-
 namespace kiln::cli_test {
 
 struct CliResult {
@@ -78,15 +76,6 @@ inline std::string python_with_torch() {
   for (const char* py : {"python3", "/usr/bin/python3"})
     if (shell(std::string(py) + " -c 'import torch, numpy'").exit_code == 0) return py;
   return "";
-}
-
-// The op names of a .kir file's op nodes, in order (what a minified candidate was shrunk to).
-inline std::vector<std::string> op_names_in(const std::filesystem::path& kir) {
-  graph::Graph g = graph::parse_graph(read_text(kir), kir.string());
-  std::vector<std::string> ops;
-  for (const graph::Node& n : g.nodes())
-    if (n.kind == graph::NodeKind::Op) ops.push_back(std::string(n.info().name));
-  return ops;
 }
 
 inline std::filesystem::path source_path(const std::string& relative) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "cli_run.h"
+#include "kir_ops_in.h"
 #include "core/escape.h"
 #include "core/seed.h"
 #include "graph/inputs.h"

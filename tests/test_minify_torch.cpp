@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "cli_run.h"
+#include "kir_ops_in.h"
 #include "core/escape.h"
 #include "graph/text.h"
 
