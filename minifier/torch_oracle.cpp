@@ -51,6 +51,7 @@ struct Worker {
   int from = -1;        // its fd 3: answers, one JSON object a line
   std::string pending;  // read from `from`, not yet a whole line
   fs::path log;         // its stdout and stderr
+  bool ready = false;   // it has said "ready" (torch imported)
 };
 
 // Moves `fd` to a descriptor at or above 10 (so placing the child's 0, 1, 2 and 3 cannot overwrite another).
@@ -93,6 +94,11 @@ class TorchRunner : public CandidateRunner {
       Clock::time_point deadline;
     };
     std::vector<std::optional<Busy>> busy(workers_.size());
+    // Every slot this batch will use starts at once and imports torch beside the others (a start is seconds:
+    // one after another they would lie end to end on the critical path).
+    const size_t used = std::min(workers_.size(), dirs.size());
+    for (size_t w = 0; w < used; ++w) launch_if_needed(w);
+    for (size_t w = 0; w < used; ++w) await_ready(w);
     size_t next = 0;
     for (;;) {
       for (size_t w = 0; w < workers_.size() && next < dirs.size(); ++w) {
@@ -180,8 +186,15 @@ class TorchRunner : public CandidateRunner {
   }
 
   void start_if_needed(size_t slot) {
+    launch_if_needed(slot);
+    await_ready(slot);
+  }
+
+  // Starts slot's worker if it has none; await_ready waits for its first line ("ready": torch imported).
+  void launch_if_needed(size_t slot) {
     Worker& w = workers_[slot];
     if (w.pid > 0) return;
+    w.ready = false;
     w.log = fs::path(work_dir_) / fmt::format("torch-worker-{}.log", slot);
     int to[2], from[2];
     KILN_CHECK(::pipe2(to, O_CLOEXEC) == 0 && ::pipe2(from, O_CLOEXEC) == 0, "--oracle torch: pipe failed: {}",
@@ -213,7 +226,11 @@ class TorchRunner : public CandidateRunner {
     w.from = from[0];
     w.pending.clear();
     ++starts_;
-    // Wait for its "ready": torch imported.
+  }
+
+  void await_ready(size_t slot) {
+    Worker& w = workers_[slot];
+    if (w.ready) return;
     const Clock::time_point limit = Clock::now() + std::chrono::seconds(int(kStartLimitS));
     std::optional<std::string> line;
     while (!line && w.from >= 0 && Clock::now() < limit) {
@@ -230,6 +247,7 @@ class TorchRunner : public CandidateRunner {
            "NumPy for that Python (Debian: python3-torch) or name one that has them with --torch-python",
            torch_.python, why, terminal_safe_lines(file_tail(w.log)));
     }
+    w.ready = true;
   }
 
   CommandRun answer(const std::string& line, Worker& w) {
@@ -277,6 +295,7 @@ class TorchRunner : public CandidateRunner {
     }
     close_pipes(w);
     w.pid = -1;
+    w.ready = false;
     return status;
   }
 
