@@ -158,20 +158,25 @@ Verdict ForkOracle::judge(const IsolatedResult& r) const {
   return verdict(kiln::classify(r));
 }
 
-bool InputSource::retyped(const graph::Graph& g) const {
+bool InputSource::recomputes_differently(const graph::Graph& g) const {
   for (graph::ValueId id = 0; id < g.num_values(); ++id) {
     graph::ValueId o = origin(g, id);
     if (o == graph::kNoValue) continue;
     const TensorMeta& a = g.value(id).meta;
     const TensorMeta& b = original_.value(o).meta;
     if (a.sizes != b.sizes || a.dtype != b.dtype) return true;
+    // computed by another op than in the original (the simplify move): its recorded value is not its value
+    const int p = g.value(id).producer, q = original_.value(o).producer;
+    if (p >= 0 && q >= 0 && g.nodes()[size_t(p)].kind == graph::NodeKind::Op &&
+        original_.nodes()[size_t(q)].kind == graph::NodeKind::Op && g.nodes()[size_t(p)].op != original_.nodes()[size_t(q)].op)
+      return true;
   }
   return false;
 }
 
 bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
   if (!opts_.reuse_reference) return true;  // test() ran the candidate's own reference
-  if (src_.retyped(g)) return true;         // ... as it does for a shrunk or retyped candidate
+  if (src_.recomputes_differently(g)) return true;         // ... as it does for a shrunk, retyped or simplified one
   // Every value not computed by an op must be the same kind of value in the original: an original input
   // (not a recorded intermediate, rounded to its dtype) or an original constant (not an input made a
   // constant). Then every op computes what it computed in the recording run, from the same values: the
@@ -195,8 +200,8 @@ bool ForkOracle::quick_test_is_exact(const graph::Graph& g) const {
 std::vector<std::optional<Verdict>> ForkOracle::test_batch(const std::vector<const Candidate*>& batch) {
   std::vector<std::function<std::string()>> bodies;
   for (const Candidate* c : batch) {
-    // The recorded values are of the original's sizes and dtypes: a candidate with others runs its own reference.
-    const bool exact = !opts_.reuse_reference || src_.retyped(c->graph);
+    // The recorded values are of the original's sizes, dtypes and ops: a candidate with others runs its own reference.
+    const bool exact = !opts_.reuse_reference || src_.recomputes_differently(c->graph);
     bodies.push_back([this, c, exact] { return child_body(c->graph, exact); });
   }
   std::vector<IsolatedResult> rs = run_isolated_many(bodies, opts_.jobs, opts_.timeout_s, backend_.setup_limit_s());

@@ -58,8 +58,8 @@ class InputSource {
   Tensor reference_of(const graph::Graph& g, graph::ValueId id) const;
   const graph::Graph& original() const { return original_; }
   // Whether a value of `g` has other sizes or another dtype than the original value of its name (the shrink and
-  // dtype moves): the recorded values then are not its values.
-  bool retyped(const graph::Graph& g) const;
+  // dtype moves), or is computed by another op (simplify): the recorded values then are not its values.
+  bool recomputes_differently(const graph::Graph& g) const;
 
  private:
   const graph::Graph& original_;

@@ -8,6 +8,7 @@
 #include "graph/interpreter.h"
 #include "graph/rewrite.h"
 #include "graph/verify.h"
+#include "minifier/simpler_op.h"
 
 namespace kiln::minify {
 
@@ -22,9 +23,9 @@ std::vector<std::optional<Verdict>> Oracle::test_batch(const std::vector<const C
 
 Measure measure(const graph::Graph& g) {
   int64_t const_elems = 0, input_elems = 0;
-  int ops = 0, not_f32 = 0;
+  int ops = 0, not_f32 = 0, simplifiable = 0;
   for (const graph::Node& n : g.nodes()) {
-    if (n.kind == graph::NodeKind::Op) ++ops;
+    if (n.kind == graph::NodeKind::Op) ++ops, simplifiable += simpler_op(n.op).has_value();
     else const_elems += n.constant.numel();
   }
   for (graph::ValueId id : g.inputs()) {
@@ -32,7 +33,7 @@ Measure measure(const graph::Graph& g) {
     input_elems += shape_numel(m.sizes);
     not_f32 += is_floating(m.dtype) && m.dtype != DType::F32;
   }
-  return {ops, int(g.outputs().size()), int(g.inputs().size()), const_elems, input_elems, not_f32};
+  return {ops, int(g.outputs().size()), int(g.inputs().size()), const_elems, input_elems, not_f32, simplifiable};
 }
 
 namespace {
@@ -110,12 +111,27 @@ graph::Graph apply_move(const graph::Graph& cur, const Move& m) {
   }
   for (size_t k = 0; k < m.to_constant.size(); ++k)
     if (needed[size_t(m.to_constant[k])]) c.constant_as(m.to_constant[k], m.constants[k]);
-  c.options().infer_metas = restrided || !m.retype.empty();  // downstream metas follow the new strides and sizes
-  for (size_t i = 0; i < cur.nodes().size(); ++i)
-    if (live[i]) c.copy_node(cur.nodes()[i]);
+  // downstream metas follow the new strides, sizes and ops
+  const bool reinfer = !m.retype.empty() || !m.replace_op.empty();
+  c.options().infer_metas = restrided || reinfer;
+  std::vector<std::optional<OpId>> new_op(cur.nodes().size());
+  for (const auto& [node, op] : m.replace_op) new_op[node] = op;
+  for (size_t i = 0; i < cur.nodes().size(); ++i) {
+    if (!live[i]) continue;
+    if (!new_op[i]) { c.copy_node(cur.nodes()[i]); continue; }
+    graph::Node swapped = cur.nodes()[i];
+    swapped.op = *new_op[i];
+    c.copy_node(swapped);
+  }
   c.set_outputs(m.outputs);
   graph::Graph out = c.take();
-  if (!m.retype.empty()) graph::verify_graph(out);  // re-inference took every op; the rest of the rules hold too
+  if (reinfer) graph::verify_graph(out);  // re-inference took every op; the rest of the rules hold too
+  for (const auto& [node, op] : m.replace_op)  // a swap keeps every value's meta (a checkpoint can be resumed)
+    for (ValueId o : cur.nodes()[node].outputs)
+      if (std::optional<ValueId> now = out.find_value(cur.value(o).name))
+        if (out.value(*now).meta.dtype != cur.value(o).meta.dtype || out.value(*now).meta.sizes != cur.value(o).meta.sizes)
+          fail("%{}: {} computes another dtype or shape than {}", cur.value(o).name, op_info(op).name,
+               cur.nodes()[node].info().name);
   return out;
 }
 
@@ -153,6 +169,7 @@ class Driver {
       if (try_moves("constant", 1, constants())) continue;
       if (opts_.shape_moves && try_moves("shrink", 1, shrink())) continue;
       if (opts_.shape_moves && try_moves("dtype", 1, dtypes())) continue;
+      if (try_moves("simplify", 1, simplify())) continue;
       break;
     }
     tick();
@@ -329,6 +346,34 @@ class Driver {
     };
   }
 
+  // Op nodes given their simpler op (simpler_op.h): all at once, then each, in graph order.
+  Generator simplify() {
+    std::vector<std::pair<size_t, OpId>> swaps;
+    const auto& nodes = cur_.graph.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].kind == graph::NodeKind::Op && !graph::is_random_node(nodes[i]))
+        if (std::optional<OpId> to = simpler_op(nodes[i].op)) swaps.emplace_back(i, *to);
+    int k = swaps.size() > 1 ? -1 : 0;
+    return [this, swaps, k]() mutable -> std::optional<Move> {
+      if (k >= int(swaps.size())) return std::nullopt;
+      Move m;
+      m.outputs = cur_.graph.outputs();
+      auto what = [&](const std::pair<size_t, OpId>& s) {
+        const graph::Node& n = cur_.graph.nodes()[s.first];
+        return fmt::format("%{}: {} -> {}", cur_.graph.value(n.outputs[0]).name, n.info().name, op_info(s.second).name);
+      };
+      if (k < 0) {
+        m.replace_op = swaps;
+        m.what = fmt::format("{} ops to simpler ones", swaps.size());
+      } else {
+        m.replace_op = {swaps[size_t(k)]};
+        m.what = what(swaps[size_t(k)]);
+      }
+      ++k;
+      return m;
+    };
+  }
+
   bool try_moves(const std::string& name, int G, Generator gen) {
     stats_.strategy = name;
     stats_.granularity = G;
@@ -344,8 +389,8 @@ class Driver {
         Candidate c;
         try {
           c = Candidate{apply_move(cur_.graph, *m), m->what};
-        } catch (const Error&) {  // a retyped input an op does not take: no candidate
-          if (m->retype.empty()) throw;
+        } catch (const Error&) {  // a retyped input or a swapped op that an op does not take: no candidate
+          if (m->retype.empty() && m->replace_op.empty()) throw;
           continue;
         }
         if (!(measure(c.graph) < before)) continue;  // no progress: not worth a query

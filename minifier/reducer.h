@@ -10,12 +10,16 @@
 //              mlir-reduce's lesson: a small repro is small in its shapes too); a graph whose ops do not take
 //              the new size (a view with fixed sizes, a constant of the old one) is no candidate
 //   dtype      floating inputs that are not f32 (f64, f16, bf16) made f32, all at once, then each
+//   simplify   op nodes given a simpler op of the same signature (simpler_op.h: sigmoid -> neg, div -> mul,
+//              sub -> add, mean -> sum), all at once, then each
 // Every candidate is normalised (dead nodes and unused inputs dropped) and is tried only when it is smaller
-// by the measure (op nodes, outputs, inputs, constant elements, input elements, floating inputs not f32),
+// by the measure (op nodes, outputs, inputs, constant elements, input elements, floating inputs not f32, op
+// nodes with a simpler op),
 // compared lexicographically, which every accepted move strictly decreases, so the reduction ends. The driver
 // starts at G = 2^floor(log2(op nodes)) with every move, halves G (truncate, window, outputs) until one
 // succeeds, and restarts at the top after each success; at G = 1 it also tries removing single outputs,
-// constant substitution, then (unless ReduceOptions::shape_moves is off) shrink and dtype, then stops: the
+// constant substitution, then (unless ReduceOptions::shape_moves is off) shrink and dtype, then simplify, then
+// stops: the
 // result is 1-minimal with respect to these moves. A failure that needs a large size keeps it: a shrink is
 // accepted only when the candidate still fails the same way. Every accepted candidate is re-verified (Oracle::confirm) before
 // it replaces the current graph. Verdicts are cached by structural hash plus the names of the inputs (which
@@ -100,8 +104,8 @@ struct ReduceOptions {
 uint64_t candidate_key(const graph::Graph& g);
 
 // The measure every accepted move decreases: (op nodes, outputs, inputs, constant elements, input elements,
-// floating inputs that are not f32).
-using Measure = std::tuple<int, int, int, int64_t, int64_t, int>;
+// floating inputs that are not f32, op nodes that have a simpler op).
+using Measure = std::tuple<int, int, int, int64_t, int64_t, int, int>;
 Measure measure(const graph::Graph& g);
 
 // A move on `cur`: op nodes to turn into inputs, the outputs to keep, inputs to turn into constants. The
@@ -117,6 +121,9 @@ struct Move {
   // Inputs of cur given another meta (shrink, dtype: contiguous strides); every op's meta is then re-inferred,
   // and apply_move throws kiln::Error when an op does not take the new one.
   std::vector<std::pair<graph::ValueId, TensorMeta>> retype;
+  // Op nodes of cur (by node index) given a simpler op of the same signature (simpler_op.h); metas are then
+  // re-inferred, and apply_move throws kiln::Error when the new op does not take the node's inputs.
+  std::vector<std::pair<size_t, OpId>> replace_op;
   std::string what;
 };
 graph::Graph apply_move(const graph::Graph& cur, const Move& m);
