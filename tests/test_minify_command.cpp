@@ -65,6 +65,26 @@ TEST_F(MinifyCommand, AShellOracleThatFailsOnAnOpShrinksTheGraphToThatOpAlone) {
   EXPECT_EQ(again.exit_code, 1) << line << "\n" << again.output;
 }
 
+TEST_F(MinifyCommand, AnOpTheFailureDoesNotNeedBecomesTheSimplestOpOfItsSignature) {
+  // Fails while a relu reads %d computed by an op (any op: the command does not name it): the maximum computing
+  // it stays as the simplest op of its signature, a mul, and the summary counts the move.
+  const std::string g = file("m.kir", R"(graph m(%x: f32[16, 16], %y: f32[16, 16]) {
+  %a = sigmoid(%x) : f32[16, 16]
+  %d = maximum(%a, %y) : f32[16, 16]
+  %b = relu(%d) : f32[16, 16]
+  %c = tanh(%b) : f32[16, 16]
+  return %c
+}
+)");
+  const std::string out = path("min");
+  CliResult r = kiln_cli("minify " + g + " -o " + out + " --reruns 1 --cmd '! { grep -q \"= relu(%d)\" "
+                         "\"$KILN_CANDIDATE\" && ! grep -q \"%d: \" \"$KILN_CANDIDATE\"; }'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(cli_test::op_names_in(fs::path(out) / "candidate.kir"), (std::vector<std::string>{"mul", "relu"}))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "simplify 1")) << r.output;
+}
+
 TEST_F(MinifyCommand, TheSameFailureIsTheSameExitStatus) {
   // Every candidate fails, but only those with tanh exit 1; the others exit 2 (say, a graph the command cannot
   // use). Those are another failure, so the result keeps tanh.
